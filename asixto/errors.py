@@ -1,0 +1,67 @@
+"""One application error type and one error body for every API failure (A4):
+`{"error": {"code": "...", "message": "...", "fields": {...}}}`."""
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, JsonResponse
+from django.utils.translation import gettext as _
+from rest_framework import exceptions, status
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+class ApplicationError(Exception):
+    """Raised by services for a failure the caller can act on; mapped to a 4xx response."""
+
+    def __init__(self, message, *, code="invalid", fields=None, status_code=400):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.fields = fields or {}
+        self.status_code = status_code
+
+
+def _flatten(detail):
+    if isinstance(detail, dict):
+        return {key: _flatten(value) for key, value in detail.items()}
+    if isinstance(detail, list):
+        if all(isinstance(item, (str, exceptions.ErrorDetail)) for item in detail):
+            return [str(item) for item in detail]
+        return [_flatten(item) for item in detail]
+    return [str(detail)]
+
+
+def error_body(code, message, fields=None):
+    return {"error": {"code": code, "message": str(message), "fields": fields or {}}}
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, ApplicationError):
+        return _response(exc.status_code, error_body(exc.code, exc.message, exc.fields))
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        detail = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+        response.data = error_body("invalid", _("The request has invalid fields."), _flatten(detail))
+    else:
+        detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)
+        code = getattr(detail, "code", None) or getattr(exc, "default_code", "error")
+        response.data = error_body(code, detail)
+    return response
+
+
+def _response(status_code, body):
+    from rest_framework.response import Response
+
+    return Response(body, status=status_code)
+
+
+def json_not_found(request, exception=None):
+    return JsonResponse(error_body("not_found", _("Not found.")), status=status.HTTP_404_NOT_FOUND)
+
+
+def json_server_error(request):
+    return JsonResponse(error_body("server_error", _("Internal error.")), status=500)

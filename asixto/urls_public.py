@@ -1,0 +1,15 @@
+"""URLs on the platform's own domain (public schema): operators' admin, the API, a landing page."""
+
+from django.contrib import admin
+from django.urls import include, path
+from django.views.generic import TemplateView
+
+handler404 = "asixto.views.not_found"
+handler500 = "asixto.views.server_error"
+
+urlpatterns = [
+    path("api/v1/", include("asixto.urls_api")),
+    path("admin/", admin.site.urls),
+    path("i18n/", include("django.conf.urls.i18n")),
+    path("", TemplateView.as_view(template_name="public/landing.html"), name="landing"),
+]

@@ -1,0 +1,92 @@
+"""Input and output serializers for the tenant, API-key and operator endpoints."""
+
+from django.utils.translation import gettext_lazy as _
+from rest_framework import serializers
+
+from asixto.api import StrictModelSerializer, StrictSerializer
+from tenants.models import ApiKey, Tenant
+
+
+class TenantSettingsSerializer(StrictModelSerializer):
+    """T6 settings. Secrets are write-only (T7): responses say whether one is set, never what."""
+
+    model_api_key = serializers.CharField(write_only=True, required=False, allow_blank=True, max_length=500)
+    router_api_key = serializers.CharField(write_only=True, required=False, allow_blank=True, max_length=500)
+    model_api_key_set = serializers.SerializerMethodField()
+    router_api_key_set = serializers.SerializerMethodField()
+    language = serializers.ChoiceField(choices=[("es", "es"), ("en", "en"), ("pt", "pt")], required=False)
+    scenarios = serializers.ListField(
+        child=serializers.SlugField(max_length=60), max_length=100, required=False, allow_empty=True
+    )
+
+    class Meta:
+        model = Tenant
+        fields = [
+            "slug", "name", "agent_instructions", "language",
+            "model_base_url", "model_name", "model_api_key", "model_api_key_set",
+            "router_base_url", "router_model_name", "router_api_key", "router_api_key_set",
+            "iteration_limit", "result_budget", "turn_budget", "public_sources", "scenarios",
+        ]
+        read_only_fields = ["slug", "name"]
+
+    def get_model_api_key_set(self, tenant) -> bool:
+        return bool(tenant.model_api_key)
+
+    def get_router_api_key_set(self, tenant) -> bool:
+        return bool(tenant.router_api_key)
+
+    def validate(self, attrs):
+        result_budget = attrs.get("result_budget", getattr(self.instance, "result_budget", 3000))
+        turn_budget = attrs.get("turn_budget", getattr(self.instance, "turn_budget", 12000))
+        if turn_budget < result_budget:
+            raise serializers.ValidationError({"turn_budget": [_("Must be at least the per-result budget.")]})
+        return attrs
+
+
+class ApiKeySerializer(serializers.ModelSerializer):
+    is_active = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = ApiKey
+        fields = ["id", "name", "scope", "prefix", "created_at", "revoked_at", "is_active"]
+
+
+class ApiKeyCreateSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=100)
+    scope = serializers.ChoiceField(choices=[ApiKey.Scope.CHANNEL, ApiKey.Scope.ADMIN])
+
+
+class ApiKeyCreatedSerializer(ApiKeySerializer):
+    key = serializers.CharField(help_text="The key itself. Shown only in this response.")
+
+    class Meta(ApiKeySerializer.Meta):
+        fields = ApiKeySerializer.Meta.fields + ["key"]
+
+
+class TenantCreateSerializer(StrictSerializer):
+    slug = serializers.CharField(max_length=40)
+    name = serializers.CharField(max_length=120)
+    domain = serializers.CharField(max_length=253, required=False)
+
+
+class TenantCreatedSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    slug = serializers.CharField()
+    name = serializers.CharField()
+    schema_name = serializers.CharField()
+    domain = serializers.CharField()
+    admin_username = serializers.CharField()
+    admin_password = serializers.CharField()
+    admin_api_key = serializers.CharField()
+
+
+class TenantSummarySerializer(serializers.ModelSerializer):
+    domain = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Tenant
+        fields = ["id", "slug", "name", "schema_name", "domain", "created_at"]
+
+    def get_domain(self, tenant) -> str | None:
+        domain = tenant.get_primary_domain()
+        return domain.domain if domain else None

@@ -1,0 +1,11 @@
+from django.urls import path
+
+from tenants.api import views
+
+urlpatterns = [
+    path("tenant", views.TenantSettingsView.as_view(), name="tenant-settings"),
+    path("api-keys", views.ApiKeyListCreateView.as_view(), name="api-key-list"),
+    path("api-keys/<uuid:pk>", views.ApiKeyDetailView.as_view(), name="api-key-detail"),
+    path("operator/tenants", views.OperatorTenantListCreateView.as_view(), name="operator-tenant-list"),
+    path("health", views.HealthView.as_view(), name="health"),
+]

@@ -1,0 +1,92 @@
+"""REST endpoints of the tenants app: the tenant's own settings, its API keys, the operator API."""
+
+from django.db import connection
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, status
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from tenants import services
+from tenants.api import serializers as s
+from tenants.api.auth import IsOperatorKey
+from tenants.models import ApiKey, Tenant
+
+
+class TenantSettingsView(APIView):
+    """The calling key's tenant: read and change its settings (T6, T7)."""
+
+    @extend_schema(responses=s.TenantSettingsSerializer)
+    def get(self, request):
+        return Response(s.TenantSettingsSerializer(request.tenant).data)
+
+    @extend_schema(request=s.TenantSettingsSerializer, responses=s.TenantSettingsSerializer)
+    def patch(self, request):
+        tenant = Tenant.objects.get(pk=request.tenant.pk)
+        serializer = s.TenantSettingsSerializer(tenant, data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        tenant = services.tenant_settings_update(tenant=tenant, data=serializer.validated_data)
+        return Response(s.TenantSettingsSerializer(tenant).data)
+
+
+def tenant_api_keys(request):
+    # ApiKey lives in the public schema: the tenant filter is the isolation here (T2).
+    return ApiKey.objects.filter(tenant_id=request.tenant.pk)
+
+
+class ApiKeyListCreateView(generics.ListAPIView):
+    serializer_class = s.ApiKeySerializer
+
+    def get_queryset(self):
+        return tenant_api_keys(self.request)
+
+    @extend_schema(request=s.ApiKeyCreateSerializer, responses={201: s.ApiKeyCreatedSerializer})
+    def post(self, request):
+        data = s.ApiKeyCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        key, plaintext = services.api_key_create(tenant=request.tenant, **data.validated_data)
+        key.key = plaintext
+        return Response(s.ApiKeyCreatedSerializer(key).data, status=status.HTTP_201_CREATED)
+
+
+class ApiKeyDetailView(APIView):
+    @extend_schema(responses=s.ApiKeySerializer)
+    def get(self, request, pk):
+        return Response(s.ApiKeySerializer(get_object_or_404(tenant_api_keys(request), pk=pk)).data)
+
+    @extend_schema(responses=s.ApiKeySerializer, description="Revoke the key. It stops working at once.")
+    def delete(self, request, pk):
+        key = services.api_key_revoke(key=get_object_or_404(tenant_api_keys(request), pk=pk))
+        return Response(s.ApiKeySerializer(key).data)
+
+
+class OperatorTenantListCreateView(generics.ListAPIView):
+    """Operators (public schema): list and create tenants (T5)."""
+
+    permission_classes = [IsOperatorKey]
+    serializer_class = s.TenantSummarySerializer
+
+    def get_queryset(self):
+        return Tenant.objects.exclude(schema_name="public").prefetch_related("domains")
+
+    @extend_schema(request=s.TenantCreateSerializer, responses={201: s.TenantCreatedSerializer})
+    def post(self, request):
+        data = s.TenantCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        created = services.tenant_create(**data.validated_data)
+        connection.set_schema_to_public()
+        return Response(s.TenantCreatedSerializer(created.as_dict()).data, status=status.HTTP_201_CREATED)
+
+
+class HealthView(APIView):
+    """Liveness for load balancers: the database answers."""
+
+    permission_classes = [AllowAny]
+    authentication_classes = []
+
+    @extend_schema(responses={200: dict})
+    def get(self, request):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return Response({"status": "ok"})

@@ -1,0 +1,68 @@
+"""Dashboard forms for the tenant's settings and API keys."""
+
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+from tenants.models import ApiKey, Tenant
+
+
+class TenantSettingsForm(forms.ModelForm):
+    """T6 settings. Secret inputs start empty and are never filled back (T7): leaving one empty
+    keeps the stored secret; ticking its "clear" box removes it."""
+
+    model_api_key = forms.CharField(
+        label=_("Model API key"), required=False, max_length=500, widget=forms.PasswordInput(render_value=False)
+    )
+    router_api_key = forms.CharField(
+        label=_("Router model API key"), required=False, max_length=500, widget=forms.PasswordInput(render_value=False)
+    )
+    clear_model_api_key = forms.BooleanField(label=_("Remove the stored model API key"), required=False)
+    clear_router_api_key = forms.BooleanField(label=_("Remove the stored router API key"), required=False)
+    scenarios = forms.CharField(
+        label=_("Scenarios"), required=False, max_length=4000,
+        help_text=_("Comma-separated, e.g. soporte, pqr, garantia. Tools declare which ones they serve."),
+    )
+    language = forms.ChoiceField(label=_("Customer language"), choices=[("es", "Español"), ("en", "English"), ("pt", "Português")])
+
+    class Meta:
+        model = Tenant
+        fields = [
+            "agent_instructions", "language", "model_base_url", "model_name", "router_base_url",
+            "router_model_name", "iteration_limit", "result_budget", "turn_budget", "public_sources",
+        ]
+        widgets = {"agent_instructions": forms.Textarea(attrs={"rows": 8})}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.initial["scenarios"] = ", ".join(self.instance.scenarios or [])
+
+    def clean_scenarios(self):
+        items = [item.strip() for item in self.cleaned_data["scenarios"].split(",") if item.strip()]
+        field = forms.SlugField(max_length=60)
+        for item in items:
+            field.clean(item)
+        return items
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("turn_budget") and cleaned.get("result_budget") and cleaned["turn_budget"] < cleaned["result_budget"]:
+            self.add_error("turn_budget", _("Must be at least the per-result budget."))
+        return cleaned
+
+    def changed_settings(self):
+        """The validated values to save, in the shape `tenant_settings_update` takes."""
+        data = {name: self.cleaned_data[name] for name in self.Meta.fields}
+        data["scenarios"] = self.cleaned_data["scenarios"]
+        for secret in ("model_api_key", "router_api_key"):
+            if self.cleaned_data.get(f"clear_{secret}"):
+                data[secret] = ""
+            elif self.cleaned_data.get(secret):
+                data[secret] = self.cleaned_data[secret]
+        return data
+
+
+class ApiKeyForm(forms.Form):
+    name = forms.CharField(label=_("Name"), max_length=100)
+    scope = forms.ChoiceField(
+        label=_("Scope"), choices=[(ApiKey.Scope.CHANNEL, ApiKey.Scope.CHANNEL.label), (ApiKey.Scope.ADMIN, ApiKey.Scope.ADMIN.label)]
+    )

@@ -1,0 +1,61 @@
+"""Tenant resolution. The dashboard is resolved by domain (django-tenants); the REST API by the
+API key alone, on any host (T2): the credential chooses the tenant, never a bare header."""
+
+import hmac
+
+from django.db import connection
+from django.http import JsonResponse
+from django.utils.translation import gettext as _
+from django_tenants.middleware.main import TenantMainMiddleware
+
+from tenants.models import ApiKey
+
+API_PREFIX = "/api/"
+
+
+def api_error(status, code, message, **headers):
+    response = JsonResponse({"error": {"code": code, "message": str(message), "fields": {}}}, status=status)
+    for name, value in headers.items():
+        response[name.replace("_", "-")] = value
+    return response
+
+
+class TenantMiddleware(TenantMainMiddleware):
+    def process_request(self, request):
+        if not request.path_info.startswith(API_PREFIX):
+            return super().process_request(request)
+        connection.set_schema_to_public()
+        request.api_key = None
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not header:
+            # Anonymous API requests reach only what is public (schema, docs); DRF answers 401
+            # for everything else.
+            self.setup_url_routing(request, force_public=True)
+            return None
+        key = self.key_from_header(header)
+        if key is None:
+            return api_error(
+                401, "not_authenticated", _("Invalid or revoked API key."), WWW_Authenticate='Bearer realm="api"'
+            )
+        request.api_key = key
+        if key.tenant is None:
+            self.setup_url_routing(request, force_public=True)
+            return None
+        request.tenant = key.tenant
+        connection.set_tenant(key.tenant)
+        self.setup_url_routing(request)
+        return None
+
+    @staticmethod
+    def key_from_header(header):
+        scheme, _sep, plaintext = header.partition(" ")
+        if scheme.lower() != "bearer" or not plaintext:
+            return None
+        plaintext = plaintext.strip()
+        prefix = ApiKey.parse_prefix(plaintext)
+        if prefix is None:
+            return None
+        key = ApiKey.objects.select_related("tenant").filter(prefix=prefix, revoked_at__isnull=True).first()
+        if key is None or not hmac.compare_digest(key.key_hash, ApiKey.hash(plaintext)):
+            return None
+        return key

@@ -1,0 +1,134 @@
+"""Public-schema models: tenants and their domains, API keys, operator-approved stdio commands."""
+
+import hashlib
+import secrets
+import uuid
+
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+from django_tenants.models import DomainMixin, TenantMixin
+
+from tenants.crypto import EncryptedTextField
+
+SLUG_PATTERN = r"^[a-z][a-z0-9-]{1,38}[a-z0-9]$"
+RESERVED_SLUGS = {"public", "www", "admin", "api", "static", "pg-catalog", "information-schema"}
+slug_validator = RegexValidator(
+    SLUG_PATTERN, _("Use 3–40 lowercase letters, digits or hyphens, starting with a letter.")
+)
+
+
+def default_scenarios():
+    return []
+
+
+class Tenant(TenantMixin):
+    """A company. Its agent settings (T6) live here; its data lives in its own schema (T1)."""
+
+    slug = models.SlugField(_("slug"), max_length=40, unique=True, validators=[slug_validator])
+    name = models.CharField(_("name"), max_length=120)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    agent_instructions = models.TextField(_("agent instructions"), blank=True, max_length=20000)
+    language = models.CharField(_("customer language"), max_length=8, default="es")
+    model_base_url = models.URLField(_("model endpoint"), blank=True, max_length=500)
+    model_name = models.CharField(_("model name"), max_length=200, blank=True)
+    model_api_key = EncryptedTextField(_("model API key"), blank=True)
+    router_base_url = models.URLField(_("router model endpoint"), blank=True, max_length=500)
+    router_model_name = models.CharField(_("router model name"), max_length=200, blank=True)
+    router_api_key = EncryptedTextField(_("router model API key"), blank=True)
+    iteration_limit = models.PositiveSmallIntegerField(
+        _("iteration limit"), default=6, validators=[MinValueValidator(1), MaxValueValidator(50)]
+    )
+    result_budget = models.PositiveIntegerField(
+        _("per-result budget (characters)"), default=3000, validators=[MinValueValidator(200), MaxValueValidator(100000)]
+    )
+    turn_budget = models.PositiveIntegerField(
+        _("per-turn budget (characters)"), default=12000, validators=[MinValueValidator(200), MaxValueValidator(500000)]
+    )
+    public_sources = models.BooleanField(_("public sources (web search and page reading)"), default=False)
+    scenarios = models.JSONField(_("scenarios"), default=default_scenarios, blank=True)
+
+    auto_create_schema = True
+    auto_drop_schema = False
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self):
+        return self.slug
+
+
+class Domain(DomainMixin):
+    pass
+
+
+class ApiKey(models.Model):
+    """A credential for the REST API (T2, T3). Only a SHA-256 of the key is stored: keys are
+    256-bit random strings, so a fast hash is enough and keeps lookups cheap on every request."""
+
+    class Scope(models.TextChoices):
+        CHANNEL = "channel", _("Channel (conversations and turns)")
+        ADMIN = "admin", _("Admin (everything of the tenant)")
+        OPERATOR = "operator", _("Platform operator")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Operator keys belong to no tenant: they work on the public schema only.
+    tenant = models.ForeignKey(Tenant, null=True, blank=True, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(_("name"), max_length=100)
+    scope = models.CharField(_("scope"), max_length=16, choices=Scope.choices)
+    prefix = models.CharField(max_length=16, unique=True, editable=False)
+    key_hash = models.CharField(max_length=64, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(
+                name="apikey_operator_has_no_tenant",
+                condition=(models.Q(scope="operator", tenant__isnull=True) | (~models.Q(scope="operator") & models.Q(tenant__isnull=False))),
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.name} ({self.prefix})"
+
+    @property
+    def is_active(self):
+        return self.revoked_at is None
+
+    @staticmethod
+    def hash(plaintext: str) -> str:
+        return hashlib.sha256(plaintext.encode()).hexdigest()
+
+    @staticmethod
+    def generate() -> tuple[str, str]:
+        """Return (prefix, plaintext). The prefix is the indexed lookup handle inside the key."""
+        prefix = secrets.token_hex(6)
+        return prefix, f"asx_{prefix}_{secrets.token_urlsafe(32)}"
+
+    @staticmethod
+    def parse_prefix(plaintext: str) -> str | None:
+        parts = plaintext.split("_")
+        if len(parts) < 3 or parts[0] != "asx" or len(parts[1]) != 12:
+            return None
+        return parts[1]
+
+
+class ApprovedCommand(models.Model):
+    """A stdio MCP server command an operator approved (M3): tenants pick one, never type one."""
+
+    slug = models.SlugField(_("slug"), max_length=60, unique=True)
+    description = models.CharField(_("description"), max_length=300, blank=True)
+    executable = models.CharField(_("executable"), max_length=500, help_text=_("Absolute path of the program."))
+    base_args = models.JSONField(_("fixed arguments"), default=list, blank=True)
+    allow_extra_args = models.BooleanField(_("tenants may add arguments"), default=False)
+    enabled = models.BooleanField(_("enabled"), default=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self):
+        return self.slug

@@ -1,0 +1,102 @@
+"""Writes on tenants and API keys: the one place where tenants, their first admin and their keys
+are created, settings changed and keys revoked."""
+
+import re
+import secrets
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django_tenants.utils import schema_context
+
+from accounts.models import User
+from asixto.errors import ApplicationError
+from tenants.models import RESERVED_SLUGS, SLUG_PATTERN, ApiKey, Domain, Tenant
+
+
+@dataclass(frozen=True)
+class TenantCreation:
+    tenant: Tenant
+    domain: str
+    admin_username: str
+    admin_password: str
+    admin_api_key: str
+
+    def as_dict(self):
+        return {
+            "id": self.tenant.pk,
+            "slug": self.tenant.slug,
+            "name": self.tenant.name,
+            "schema_name": self.tenant.schema_name,
+            "domain": self.domain,
+            "admin_username": self.admin_username,
+            "admin_password": self.admin_password,
+            "admin_api_key": self.admin_api_key,
+        }
+
+
+def _validate_new_tenant(slug, name, domain):
+    errors = {}
+    if not re.match(SLUG_PATTERN, slug or "") or "--" in slug:
+        errors["slug"] = [_("Use 3–40 lowercase letters, digits or hyphens, starting with a letter.")]
+    elif slug in RESERVED_SLUGS:
+        errors["slug"] = [_("This slug is reserved.")]
+    elif Tenant.objects.filter(slug=slug).exists():
+        errors["slug"] = [_("A tenant with this slug already exists.")]
+    if not (name or "").strip() or len(name) > 120:
+        errors["name"] = [_("Give a name of 1–120 characters.")]
+    if not re.match(r"^[a-z0-9.-]{1,253}$", domain) or ".." in domain:
+        errors["domain"] = [_("Not a valid domain name.")]
+    elif Domain.objects.filter(domain=domain).exists():
+        errors["domain"] = [_("This domain is already in use.")]
+    if errors:
+        raise ApplicationError(_("The tenant cannot be created."), fields=errors)
+
+
+def tenant_create(*, slug: str, name: str, domain: str | None = None, admin_username: str = "admin") -> TenantCreation:
+    """Create the tenant, its schema (migrated), its primary domain, a first admin user and an
+    admin API key (T5). If any step fails nothing is left behind, schema included."""
+    slug = (slug or "").strip().lower()
+    domain = (domain or f"{slug}.{settings.ASIXTO_BASE_DOMAIN}").strip().lower()
+    _validate_new_tenant(slug, name, domain)
+    tenant = Tenant(slug=slug, name=name.strip(), schema_name=slug.replace("-", "_"))
+    # PostgreSQL DDL is transactional: if any step fails, the rollback drops the new schema too.
+    with transaction.atomic():
+        tenant.save(verbosity=0)  # creates and migrates the schema (django-tenants)
+        Domain.objects.create(domain=domain, tenant=tenant, is_primary=True)
+        password = secrets.token_urlsafe(12)
+        with schema_context(tenant.schema_name):
+            User.objects.create_user(username=admin_username, password=password, role=User.Role.ADMIN)
+        _key, plaintext = api_key_create(tenant=tenant, name=_("First admin key"), scope=ApiKey.Scope.ADMIN)
+    return TenantCreation(tenant, domain, admin_username, password, plaintext)
+
+
+def api_key_create(*, tenant: Tenant | None, name: str, scope: str) -> tuple[ApiKey, str]:
+    """Create a key and return it with its plaintext, which is never stored nor shown again (T3)."""
+    if scope not in ApiKey.Scope.values:
+        raise ApplicationError(_("Unknown scope."), fields={"scope": [_("Unknown scope.")]})
+    if (scope == ApiKey.Scope.OPERATOR) != (tenant is None):
+        raise ApplicationError(_("Operator keys have no tenant; other keys need one."))
+    prefix, plaintext = ApiKey.generate()
+    key = ApiKey.objects.create(tenant=tenant, name=name, scope=scope, prefix=prefix, key_hash=ApiKey.hash(plaintext))
+    return key, plaintext
+
+
+def api_key_revoke(*, key: ApiKey) -> ApiKey:
+    if key.revoked_at is None:
+        key.revoked_at = timezone.now()
+        key.save(update_fields=["revoked_at"])
+    return key
+
+
+SECRET_SETTINGS = ("model_api_key", "router_api_key")
+
+
+def tenant_settings_update(*, tenant: Tenant, data: dict) -> Tenant:
+    """Apply validated settings (T6). A secret left out keeps its value; an empty string clears it."""
+    for field, value in data.items():
+        setattr(tenant, field, value)
+    tenant.save(update_fields=list(data))
+    return tenant

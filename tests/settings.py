@@ -1,0 +1,20 @@
+"""Test settings: the real settings, with private hosts allowed (the test doubles run on
+loopback), a fast password hasher, and a Redis database of their own so a developer's running
+worker never picks up a test's task (or the reverse)."""
+
+import os
+from urllib.parse import urlsplit, urlunsplit
+
+os.environ.setdefault("ASIXTO_ALLOW_PRIVATE_HOSTS", "1")
+_redis = urlsplit(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
+os.environ["REDIS_URL"] = urlunsplit(_redis._replace(path="/" + os.environ.get("ASIXTO_TEST_REDIS_DB", "15")))
+os.environ.pop("CELERY_BROKER_URL", None)
+os.environ.pop("CELERY_RESULT_BACKEND", None)
+
+from asixto.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
