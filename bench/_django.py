@@ -1,0 +1,26 @@
+"""Start Django for a benchmark on a database of its own (`asixto_bench`, recreated each run)."""
+
+import os
+import sys
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def setup(database="asixto_bench"):
+    base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/asixto")
+    admin_url = base.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{database}"')
+    os.environ["DATABASE_URL"] = base.rsplit("/", 1)[0] + "/" + database
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "asixto.settings")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate_schemas", shared=True, verbosity=0)
