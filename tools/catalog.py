@@ -1,0 +1,64 @@
+"""Pure catalog logic (M5, M6, C7): canonical hashing of definitions, diffs between listings,
+prefixed names. Plain functions over plain data; the sync service wraps them."""
+
+import hashlib
+import json
+
+PREFIX_SEPARATOR = "__"
+MAX_MODEL_NAME = 64
+
+
+def prefixed_name(server_slug: str, tool_name: str) -> str:
+    """The name the model sees (M6). The server only ever sees `tool_name`."""
+    return f"{server_slug}{PREFIX_SEPARATOR}{tool_name}"
+
+
+def definition_hash(definition: dict) -> str:
+    """Stable across key order, so a server that reorders JSON keys does not look changed."""
+    canonical = json.dumps(definition, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def changed_fields(old: dict, new: dict) -> list[str]:
+    """Top-level fields that differ; annotation and _meta changes are named one by one so the
+    diff page says "annotations.readOnlyHint", not just "annotations"."""
+    fields = []
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) == new.get(key):
+            continue
+        if key in ("annotations", "_meta") and isinstance(old.get(key), dict | None) and isinstance(new.get(key), dict | None):
+            inner_old, inner_new = old.get(key) or {}, new.get(key) or {}
+            fields += [f"{key}.{inner}" for inner in sorted(set(inner_old) | set(inner_new)) if inner_old.get(inner) != inner_new.get(inner)]
+        else:
+            fields.append(key)
+    return fields
+
+
+def split_listing(listing: list) -> tuple[list[dict], list[str]]:
+    """Keep the well-formed definitions in server order; describe what had to be left out
+    (not an object, no name, duplicate name) so the admin sees it instead of losing it silently."""
+    kept, problems, seen = [], [], set()
+    for index, item in enumerate(listing):
+        name = item.get("name") if isinstance(item, dict) else None
+        if not isinstance(name, str) or not name:
+            problems.append(f"#{index + 1}: no name")
+        elif name in seen:
+            problems.append(f"#{index + 1}: duplicate name {name!r}")
+        else:
+            seen.add(name)
+            kept.append(item)
+    return kept, problems
+
+
+def diff_listing(live: dict[str, dict], listing: list[dict]) -> dict:
+    """Compare the stored live definitions (name → definition) with a new listing (M5).
+    A renamed tool is one removed and one added (C7)."""
+    new_names = [definition["name"] for definition in listing]
+    added = [name for name in new_names if name not in live]
+    removed = [name for name in live if name not in set(new_names)]
+    changed = []
+    for definition in listing:
+        old = live.get(definition["name"])
+        if old is not None and definition_hash(old) != definition_hash(definition):
+            changed.append({"name": definition["name"], "fields": changed_fields(old, definition)})
+    return {"added": added, "removed": removed, "changed": changed}

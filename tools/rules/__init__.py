@@ -1,0 +1,59 @@
+"""The tool contract (seed 000, SPEC C1–C9) as pure functions over plain data.
+
+A tool definition is a dict in MCP wire form (camelCase keys: name, title,
+description, inputSchema, outputSchema, annotations, _meta). Nothing here
+touches the database or the network; the certification service and the
+gateway wrap these functions.
+
+Entry points:
+- certify_definition(tool, *, server_slug, scenarios) -> findings for C1–C6 and M6
+- tool_level(annotations) -> "read" | "write" | "destructive" (M7)
+- check_probe_result(result, *, output_schema, budget) -> findings for C8
+- check_idempotency(first, second) -> findings for C9
+- is_blocking(findings) -> whether the tool is kept away from agents
+"""
+
+from .annotations import DESTRUCTIVE, LEVELS, READ, WRITE, check_annotations, tool_level
+from .descriptions import check_description
+from .findings import BLOCKING, WARNING, Finding, is_blocking
+from .meta import VERB_KEY, check_meta
+from .names import check_name, prefixed_name
+from .results import ERROR_TYPES, check_idempotency, check_probe_result
+from .schemas import check_input_schema, check_output_schema
+
+__all__ = [
+    "BLOCKING",
+    "DESTRUCTIVE",
+    "ERROR_TYPES",
+    "LEVELS",
+    "READ",
+    "WARNING",
+    "WRITE",
+    "Finding",
+    "certify_definition",
+    "check_idempotency",
+    "check_probe_result",
+    "is_blocking",
+    "prefixed_name",
+    "tool_level",
+]
+
+
+def certify_definition(tool: dict, *, server_slug: str, scenarios: list[str] | None) -> list[Finding]:
+    """Findings of a tool definition against C1–C6 and M6, in rule order.
+
+    `scenarios` is the tenant's scenario list (T6) that capabilities must come
+    from; None when the tenant has not set one, which skips that check.
+    """
+    if not isinstance(tool, dict):
+        tool = {}
+    meta = tool.get("_meta") if isinstance(tool.get("_meta"), dict) else {}
+    name = tool.get("name")
+    return [
+        *check_name(name, server_slug=server_slug),
+        *check_description(tool.get("description")),
+        *check_input_schema(tool.get("inputSchema")),
+        *check_output_schema(tool.get("outputSchema")),
+        *check_annotations(tool.get("annotations"), name=name, verb_phrase=meta.get(VERB_KEY)),
+        *check_meta(meta, scenarios=scenarios),
+    ]

@@ -1,0 +1,209 @@
+"""Descriptions (C2): what the tool does and when not to use it, in one or two
+sentences; no tone, brand or instructions to the model; no volatile data.
+
+Everything here except a missing description and an attempt to override the
+agent's instructions is a heuristic over Spanish and English text, so it
+warns: a false positive must never hide a tool from agents.
+"""
+
+import re
+
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
+
+from .findings import Finding, blocking, warning
+
+_I = re.IGNORECASE
+
+# --- Sentences -------------------------------------------------------------
+
+# A sentence ends at . ! ? … followed by a capital (or an opening ¿ ¡ quote),
+# so "8 a.m. a 5 p.m." and "$ 89.900" do not split. Line breaks split too.
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?…])\s+(?=[¿¡\"'“(]?[A-ZÁÉÍÓÚÑÜ])|\n+")
+_ABBREVIATION_END = re.compile(r"(?:\b(?:e\.g|i\.e|ej|sr|sra|dr|dra|n[úu]m|aprox|approx|vs|ud|uds)\.)$", _I)
+
+# Guidance on when (not) to use the tool. The contract's own example spends one
+# sentence on what the tool does and two on when to use it, so guidance
+# sentences are not counted against the "one or two sentences" limit.
+_WHEN_NOT = re.compile(
+    r"\bno\s+(?:la|lo|las|los|se)?\s*(?:uses?|usa|usar(?:la|lo)?|utilices|utilice|utilizar|sirve|es\s+para|aplica|debe\s+usarse|"
+    r"llames|llame|llamar|invoques)\b"
+    r"|\bnunca\s+(?:la|lo)?\s*(?:uses?|utilices)\b|\ben\s+(?:lugar\s+de|su\s+lugar)\b|\bevita\s+usarl[ao]\b"
+    r"|\b(?:do\s+not|don't|never|should\s+not|shouldn't|must\s+not)\s+(?:be\s+)?(?:use|used|call|called|invoke)\b"
+    r"|\bnot\s+(?:for|intended\s+for|meant\s+for|suitable\s+for)\b|\binstead\b|\bavoid\s+(?:using|calling)\b",
+    _I,
+)
+_WHEN_TO = re.compile(
+    r"^\W*(?:[úu]sal[ao]|util[íi]zal[ao]|ll[áa]mal[ao]|inv[óo]cal[ao])\b|\bsolo\s+(?:cuando|si)\b|\bs[óo]lo\s+cuando\b"
+    r"|^\W*(?:use|call)\s+(?:it|this(?:\s+tool)?)\b|\bonly\s+(?:when|if)\b",
+    _I,
+)
+
+# --- Tone, brand and instructions to the model ------------------------------
+
+# Attempts to override the agent's own instructions are never legitimate in a
+# description and are a prompt-injection vector: these block.
+_OVERRIDE = re.compile(
+    r"\b(?:ignor(?:e|a|ar)|disregard|forget|olvida)\s+(?:\w+\s+){0,3}instruc(?:tions|ciones)\b|\bsystem\s+prompt\b",
+    _I,
+)
+_TONE = re.compile(
+    # Spanish
+    r"\bamablemente\b|\bcordialmente\b|\bcon\s+amabilidad\b"
+    r"|\bresponde(?:r)?\s+(?:siempre|de\s+(?:forma|manera|modo)|en\s+tono|con\s+(?:amabilidad|cortes[íi]a|emojis?))"
+    r"|\beres\s+(?:un|una|el|la)\b|\bact[úu]a\s+como\b|\bcomp[óo]rtate\b|\bhabla\s+(?:como|de\s+usted|de\s+t[úu])\b"
+    r"|\btutea\b|\bs[ée]\s+(?:amable|cordial|breve|conciso|concisa|educad[oa]|cort[ée]s)\b"
+    r"|\bsiempre\s+(?:responde|di|saluda|menciona|recomienda|ofrece)\b|\bnunca\s+(?:digas|menciones|reveles|hables)\b"
+    r"|\bdile\s+al\s+(?:cliente|usuario)\b|\bdebes\s+(?!usar|utilizar|llamar|invocar)\w+"
+    r"|\btono\s+(?:amable|cordial|amigable|formal|c[áa]lido|cercano|profesional)\b|\bemojis?\b"
+    # English
+    r"|\b(?:answer|respond|reply)\s+(?:politely|kindly|always|in\s+a\s+\w+\s+(?:tone|way|manner))"
+    r"|\balways\s+(?:answer|respond|reply|say|greet|mention|recommend|be)\b"
+    r"|\byou\s+are\s+(?:an?|the)\s+(?:\w+\s+){0,2}(?:assistant|agent|bot|ai)\b|\bact\s+as\b|\bbehave\s+like\b"
+    r"|\byou\s+must\b(?!\s+(?:not\s+|only\s+|never\s+)?(?:use|call|invoke))|\byou\s+should\s+always\b"
+    r"|\bnever\s+(?:say|mention|reveal|tell|disclose)\b|\bbe\s+(?:polite|friendly|concise|kind|courteous)\b"
+    r"|\btell\s+the\s+(?:customer|user)\b|\bin\s+a\s+(?:friendly|polite|warm|formal|professional)\s+tone\b",
+    _I,
+)
+_BRAND = re.compile(
+    r"[®™]|\bl[íi]der(?:es)?\s+en\b|\bn[úu]mero\s+uno\b|#1\b|\bworld[-\s]class\b|\bindustry[-\s]leading\b"
+    r"|\baward[-\s]winning\b|\bleading\s+(?:provider|company|brand)\b|\bnuestra\s+marca\b|\bour\s+brand\b"
+    r"|\bsomos\s+(?:la|el|una|un|los|las)\b|\bwe\s+are\s+(?:the|a|an)\b",
+    _I,
+)
+
+# --- Volatile data -----------------------------------------------------------
+
+# A price is an amount next to a currency; "consultar el precio" is not one.
+_PRICE = re.compile(
+    r"(?:\b(?:USD|COP|EUR|MXN|CLP|PEN|ARS|BRL|GBP)|US\$|[$€£])\s?\d"
+    r"|\b\d[\d.,]*\s?(?:(?:USD|COP|EUR|MXN|CLP|PEN|ARS|BRL|GBP)\b|€|(?i:pesos|d[óo]lares|euros|dollars)\b)"
+    r"|(?i:\b\d{1,3}\s?%\s?(?:de\s+)?(?:descuento|dto|off|discount)\b)"
+)
+# Opening hours are times or day ranges; "horario" as an entity is not one.
+_DAY_ES = r"(?:lunes|martes|mi[ée]rcoles|jueves|viernes|s[áa]bados?|domingos?)"
+_DAY_EN = r"(?:mon(?:day)?|tue(?:s|sday)?|wed(?:nesday)?|thu(?:rs|rsday)?|fri(?:day)?|sat(?:urday)?|sun(?:day)?)"
+_HOURS = re.compile(
+    r"\b\d{1,2}(?::\d{2})?\s?(?:a\.?\s?m\b\.?|p\.?\s?m\b\.?)"
+    r"|\b\d{1,2}:\d{2}\s?(?:h|hrs|horas)?\s?(?:-|–|a|to|hasta)\s?\d{1,2}:\d{2}"
+    r"|\b\d{1,2}\s?(?:h|hrs)\s?(?:-|–|a|to)\s?\d{1,2}\s?(?:h|hrs)\b"
+    rf"|\b{_DAY_ES}\s+(?:a|al|hasta)\s+(?:el\s+)?{_DAY_ES}\b|\b{_DAY_EN}\s*(?:-|–|to|through|thru)\s*{_DAY_EN}\b"
+    r"|\b24/7\b",
+    _I,
+)
+# Stock is a count or an availability claim; "stock" as a returned field is not.
+_STOCK_COUNT = re.compile(
+    r"\bquedan\s+(?:s[óo]lo\s+)?\d+|\b\d+\s+(?:unidades|existencias)\b|\bonly\s+\d+\s+left\b"
+    r"|\b\d+\s+(?:units?|items?|pieces?)\s+(?:left|available|in\s+stock)\b"
+    r"|\b(?:stock|inventario|inventory|existencias)\s*(?::|de|of)?\s*\d+",
+    _I,
+)
+_STOCK_CLAIM = re.compile(
+    r"\b(?:agotad[oa]s?|sold\s+out|out\s+of\s+stock|in\s+stock|en\s+stock|en\s+existencia|hay\s+existencias"
+    r"|[úu]ltimas\s+unidades|last\s+units)\b",
+    _I,
+)
+# "Returns whether it is in stock" or "lists only products in stock" describe
+# what the tool does, not the stock itself.
+_DESCRIPTIVE_LEAD = re.compile(r"\b(?:whether|if|si|only|solo|s[óo]lo|[úu]nicamente|filtra|filters?)\b", _I)
+
+
+def sentences(text: str) -> list[str]:
+    """Split a description into sentences, keeping abbreviations together."""
+    parts: list[str] = []
+    for piece in _SENTENCE_BREAK.split(text):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if parts and _ABBREVIATION_END.search(parts[-1]):
+            parts[-1] = f"{parts[-1]} {piece}"
+        else:
+            parts.append(piece)
+    return parts
+
+
+def volatile_data(text: str) -> list[str]:
+    """The kinds of volatile data found ("price", "hours", "stock"), in that order."""
+    kinds = []
+    if _PRICE.search(text):
+        kinds.append("price")
+    if _HOURS.search(text):
+        kinds.append("hours")
+    if _STOCK_COUNT.search(text) or _stock_claim(text):
+        kinds.append("stock")
+    return kinds
+
+
+def _stock_claim(text: str) -> bool:
+    for match in _STOCK_CLAIM.finditer(text):
+        if not _DESCRIPTIVE_LEAD.search(text, max(match.start() - 30, 0), match.start()):
+            return True
+    return False
+
+
+def check_description(description) -> list[Finding]:
+    if not isinstance(description, str) or not description.strip():
+        # Without a description the model cannot choose the tool correctly.
+        return [
+            blocking(
+                "C2",
+                _("The tool has no description."),
+                _("In one or two sentences, say what the tool does and when not to use it."),
+            )
+        ]
+    findings: list[Finding] = []
+    if _OVERRIDE.search(description):
+        findings.append(
+            blocking(
+                "C2",
+                _("The description tries to override the agent's instructions."),
+                _("Remove any text that addresses the model's instructions; describe only what the tool does."),
+            )
+        )
+    if _TONE.search(description) or _BRAND.search(description):
+        findings.append(
+            warning(
+                "C2",
+                _("The description has tone, brand or instructions for the model."),
+                _("The agent sets tone and brand; duplicating them here conflicts with it. Describe only what the tool does."),
+            )
+        )
+    kinds = volatile_data(description)
+    if kinds:
+        labels = {"price": _("prices"), "hours": _("opening hours"), "stock": _("stock")}
+        findings.append(
+            warning(
+                "C2",
+                format_lazy(
+                    _("The description has volatile data ({kinds})."),
+                    kinds=format_lazy(", ".join("{}" for _k in kinds), *(labels[k] for k in kinds)),
+                ),
+                _("Descriptions are cached; return prices, hours and stock in the tool's response instead."),
+            )
+        )
+    findings.extend(_check_shape(description))
+    return findings
+
+
+def _check_shape(description: str) -> list[Finding]:
+    parts = sentences(description)
+    guidance = [s for s in parts if _WHEN_NOT.search(s) or _WHEN_TO.search(s)]
+    what = len(parts) - len(guidance)
+    findings = []
+    if what == 0 or what > 2 or len(guidance) > 2:
+        findings.append(
+            warning(
+                "C2",
+                format_lazy(_("The description has {count} sentences."), count=len(parts)),
+                _("Use one or two sentences for what the tool does, and a short one for when not to use it."),
+            )
+        )
+    if not any(_WHEN_NOT.search(s) for s in guidance):
+        findings.append(
+            warning(
+                "C2",
+                _("The description does not say when not to use the tool."),
+                _("Add a sentence such as “No la uses para consultar el estado de un caso existente.”"),
+            )
+        )
+    return findings
