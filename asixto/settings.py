@@ -185,3 +185,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# Periodic catalog sync of every tenant's servers (M5); `celery -A asixto worker -B` runs it.
+CELERY_BEAT_SCHEDULE = {
+    "sync-all-servers": {"task": "tools.tasks.sync_all_servers", "schedule": envint("ASIXTO_SYNC_INTERVAL_SECONDS", 3600)},
+}

@@ -2,7 +2,8 @@
 
 from django.urls import include, path
 
-from tenants import views as dashboard
+from tenants import views as tenant_pages
+from tools import views as tool_pages
 
 handler404 = "asixto.views.not_found"
 handler500 = "asixto.views.server_error"
@@ -10,5 +11,5 @@ handler500 = "asixto.views.server_error"
 urlpatterns = [
     path("api/v1/", include("asixto.urls_api")),
     path("i18n/", include("django.conf.urls.i18n")),
-    path("", include((dashboard.urlpatterns, "dashboard"))),
+    path("", include((tenant_pages.urlpatterns + tool_pages.urlpatterns, "dashboard"))),
 ]

@@ -3,47 +3,17 @@
 Every page runs in the tenant's schema (resolved by domain); users exist per schema, so a user
 of one tenant cannot sign in on another's domain (T1, T4)."""
 
-from functools import wraps
-
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from tenants import services
+from tenants.access import admin_page, tenant_page
 from tenants.forms import ApiKeyForm, TenantSettingsForm
 from tenants.models import ApiKey, Tenant
-
-
-def tenant_page(view):
-    """Dashboard pages exist only on a tenant's domain, for its signed-in users."""
-
-    @wraps(view)
-    @login_required
-    def wrapper(request, *args, **kwargs):
-        if request.tenant.schema_name == "public":
-            raise Http404
-        return view(request, *args, **kwargs)
-
-    return wrapper
-
-
-def admin_page(view):
-    """Pages that change the tenant: tenant admins only; support staff get 403 (T4)."""
-
-    @wraps(view)
-    @tenant_page
-    def wrapper(request, *args, **kwargs):
-        if not request.user.is_tenant_admin:
-            raise PermissionDenied
-        return view(request, *args, **kwargs)
-
-    return wrapper
 
 
 @tenant_page

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 from django.db import connection
 from django.test import Client
-from django_tenants.utils import schema_context
+from django_tenants.utils import schema_context, tenant_context
 
 from accounts.models import User
 from tenants.models import ApiKey, Tenant
@@ -42,7 +42,7 @@ class World:
         return client
 
     def schema(self):
-        return schema_context(self.tenant.schema_name)
+        return tenant_context(self.tenant)
 
 
 def build_world(slug):

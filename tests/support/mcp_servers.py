@@ -34,6 +34,8 @@ def serve_asgi(
     startup_timeout: float = 5.0,
     shutdown_grace: float = 0.5,
     lifespan: Literal["auto", "on", "off"] = "auto",
+    ssl_certfile: str | None = None,
+    ssl_keyfile: str | None = None,
 ) -> Iterator[str]:
     """Serve `app` on a free loopback port for the duration of the block; yield its base URL.
 
@@ -41,11 +43,14 @@ def serve_asgi(
     can be served only once, so build a new one per block). Leaving the block stops the
     server: requests still running get `shutdown_grace` seconds, then are cancelled (uvicorn
     logs the cancellation), so a test that leaves an SSE stream or a hanging tool call open
-    cannot hang the suite.
+    cannot hang the suite. With `ssl_certfile`/`ssl_keyfile` it serves HTTPS (base URL `https://…`).
     """
     # Bind the port here rather than letting uvicorn pick one: the socket is ours before the
     # thread starts, so there is no window in which another test could take the same port.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted sockets only when the listening
+    # socket says proto == IPPROTO_TCP (base_events._set_nodelay); with proto 0, Nagle plus delayed
+    # ACKs add ~40 ms to every request after the first on a connection.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((LOOPBACK, 0))
     port = sock.getsockname()[1]
@@ -57,6 +62,8 @@ def serve_asgi(
         access_log=False,
         # uvicorn's own default waits for open streams forever; a test never wants that.
         timeout_graceful_shutdown=shutdown_grace,
+        ssl_certfile=ssl_certfile,
+        ssl_keyfile=ssl_keyfile,
     )
     server = uvicorn.Server(config)
     # uvicorn skips signal handlers outside the main thread, so this never steals Ctrl+C.
@@ -64,7 +71,8 @@ def serve_asgi(
     thread.start()
     try:
         _wait_until_started(server, thread, startup_timeout)
-        yield f"http://{LOOPBACK}:{port}"
+        scheme = "https" if ssl_certfile else "http"
+        yield f"{scheme}://{LOOPBACK}:{port}"
     finally:
         server.should_exit = True
         thread.join(shutdown_grace + 5)

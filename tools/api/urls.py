@@ -1,0 +1,14 @@
+from django.urls import path
+
+from tools.api import views
+
+urlpatterns = [
+    path("servers", views.ServerListCreateView.as_view(), name="server-list"),
+    path("servers/<uuid:pk>", views.ServerDetailView.as_view(), name="server-detail"),
+    path("servers/<uuid:pk>/sync", views.ServerSyncView.as_view(), name="server-sync"),
+    path("servers/<uuid:pk>/versions", views.CatalogVersionListView.as_view(), name="server-versions"),
+    path("catalog-versions/<uuid:pk>", views.CatalogVersionDetailView.as_view(), name="catalog-version-detail"),
+    path("tools", views.ToolListView.as_view(), name="tool-list"),
+    path("tools/<uuid:pk>", views.ToolDetailView.as_view(), name="tool-detail"),
+    path("tools/<uuid:pk>/probe", views.ToolProbeView.as_view(), name="tool-probe"),
+]

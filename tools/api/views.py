@@ -1,0 +1,106 @@
+"""REST endpoints of the tools app (A1, A2): servers, tools, findings, catalog versions."""
+
+from django.db import transaction
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from tools import selectors, services
+from tools.api import serializers as s
+from tools.tasks import server_sync
+
+
+def queue_sync(server):
+    services.sync_mark(server=server, status=server.SyncStatus.QUEUED)
+    transaction.on_commit(lambda: server_sync.delay(str(server.pk)))
+
+
+class ServerListCreateView(generics.ListAPIView):
+    serializer_class = s.ServerSerializer
+
+    def get_queryset(self):
+        return selectors.servers()
+
+    @extend_schema(request=s.ServerSerializer, responses={201: s.ServerSerializer})
+    def post(self, request):
+        data = s.ServerSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        server = services.server_create(data=data.validated_data)
+        queue_sync(server)
+        return Response(s.ServerSerializer(server).data, status=status.HTTP_201_CREATED)
+
+
+class ServerDetailView(APIView):
+    @extend_schema(responses=s.ServerSerializer)
+    def get(self, request, pk):
+        return Response(s.ServerSerializer(get_object_or_404(selectors.servers(), pk=pk)).data)
+
+    @extend_schema(request=s.ServerUpdateSerializer, responses=s.ServerSerializer)
+    def patch(self, request, pk):
+        server = get_object_or_404(selectors.servers(), pk=pk)
+        data = s.ServerUpdateSerializer(server, data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        server = services.server_update(server=server, data=data.validated_data)
+        return Response(s.ServerSerializer(server).data)
+
+    def delete(self, request, pk):
+        get_object_or_404(selectors.servers(), pk=pk).delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ServerSyncView(APIView):
+    @extend_schema(request=None, responses={202: s.ServerSerializer})
+    def post(self, request, pk):
+        server = get_object_or_404(selectors.servers(), pk=pk)
+        queue_sync(server)
+        return Response(s.ServerSerializer(server).data, status=status.HTTP_202_ACCEPTED)
+
+
+class CatalogVersionListView(generics.ListAPIView):
+    serializer_class = s.CatalogVersionSerializer
+
+    def get_queryset(self):
+        server = get_object_or_404(selectors.servers(), pk=self.kwargs["pk"])
+        return selectors.catalog_versions(server=server)
+
+
+class CatalogVersionDetailView(generics.RetrieveAPIView):
+    serializer_class = s.CatalogVersionSerializer
+
+    def get_queryset(self):
+        return selectors.catalog_versions()
+
+
+class ToolListView(generics.ListAPIView):
+    serializer_class = s.ToolSerializer
+
+    def get_queryset(self):
+        params = self.request.query_params
+        return selectors.tools(server_slug=params.get("server"), certification=params.get("certification"))
+
+
+class ToolDetailView(APIView):
+    @extend_schema(responses=s.ToolDetailSerializer)
+    def get(self, request, pk):
+        return Response(s.ToolDetailSerializer(get_object_or_404(selectors.tools(), pk=pk)).data)
+
+    @extend_schema(request=s.ToolUpdateSerializer, responses=s.ToolDetailSerializer)
+    def patch(self, request, pk):
+        tool = get_object_or_404(selectors.tools(), pk=pk)
+        data = s.ToolUpdateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        if "enabled" in data.validated_data:
+            services.tool_set_enabled(tool=tool, enabled=data.validated_data["enabled"])
+        if "sample_arguments" in data.validated_data:
+            services.tool_set_sample_arguments(tool=tool, sample_arguments=data.validated_data["sample_arguments"])
+        return Response(s.ToolDetailSerializer(get_object_or_404(selectors.tools(), pk=pk)).data)
+
+
+class ToolProbeView(APIView):
+    @extend_schema(request=None, responses=s.ToolDetailSerializer, description="Run the live probes (C8, C9) now.")
+    def post(self, request, pk):
+        tool = get_object_or_404(selectors.tools(), pk=pk)
+        services.tool_probe(tool=tool)
+        return Response(s.ToolDetailSerializer(get_object_or_404(selectors.tools(), pk=pk)).data)

@@ -1,0 +1,79 @@
+"""Dashboard forms for MCP servers and tools."""
+
+import json
+
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+from tenants.models import ApprovedCommand
+from tools.models import McpServer
+
+
+class ServerForm(forms.ModelForm):
+    """Register or edit a server (M1). Auth headers are write-only (T7): the field starts empty;
+    leaving it empty keeps the stored headers."""
+
+    command = forms.ChoiceField(label=_("Approved command (stdio)"), required=False)
+    args_text = forms.CharField(
+        label=_("Extra arguments (one per line)"), required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 3})
+    )
+    headers_text = forms.CharField(
+        label=_("Auth headers (one per line, Name: value)"), required=False, max_length=20000,
+        widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off"}),
+    )
+    clear_headers = forms.BooleanField(label=_("Remove the stored auth headers"), required=False)
+
+    class Meta:
+        model = McpServer
+        fields = ["slug", "name", "transport", "url", "command", "timeout_seconds", "enabled"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        choices = [("", "—")] + [(c.slug, f"{c.slug} — {c.description}") for c in ApprovedCommand.objects.filter(enabled=True)]
+        self.fields["command"].choices = choices
+        self.initial["args_text"] = "\n".join(self.instance.args or [])
+        if self.instance.pk:
+            self.fields["slug"].disabled = True
+
+    def clean_args_text(self):
+        return [line.strip() for line in self.cleaned_data["args_text"].splitlines() if line.strip()]
+
+    def clean_headers_text(self):
+        headers = {}
+        for number, line in enumerate(self.cleaned_data["headers_text"].splitlines(), start=1):
+            if not line.strip():
+                continue
+            name, sep, value = line.partition(":")
+            if not sep or not name.strip() or not value.strip():
+                raise forms.ValidationError(_("Line %(number)d is not 'Name: value'.") % {"number": number})
+            headers[name.strip()] = value.strip()
+        return headers
+
+    def service_data(self):
+        data = {name: self.cleaned_data[name] for name in self.Meta.fields if name in self.cleaned_data}
+        data["args"] = self.cleaned_data["args_text"]
+        if self.cleaned_data.get("clear_headers"):
+            data["auth_headers"] = {}
+        elif self.cleaned_data.get("headers_text"):
+            data["auth_headers"] = self.cleaned_data["headers_text"]
+        if self.instance.pk:
+            data.pop("slug", None)
+        return data
+
+
+class SampleArgumentsForm(forms.Form):
+    sample_arguments = forms.CharField(
+        label=_("Sample arguments (JSON object)"), required=False, max_length=20000, widget=forms.Textarea(attrs={"rows": 6})
+    )
+
+    def clean_sample_arguments(self):
+        text = self.cleaned_data["sample_arguments"].strip()
+        if not text:
+            return None
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(_("Not valid JSON: %(error)s") % {"error": exc.msg}) from exc
+        if not isinstance(value, dict):
+            raise forms.ValidationError(_("Sample arguments must be a JSON object."))
+        return value

@@ -1,0 +1,91 @@
+"""The two things the catalog needs from a server: `probe` it and `list_tools`.
+
+Each has an async form (`probe_async`, `list_tools_async`) and a sync wrapper for Django
+services and Celery tasks; the sync form runs its own event loop, so it must not be called
+from inside one. Every call opens and closes its own connection (or child process).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.client.session import ClientSession
+from pydantic import TypeAdapter
+
+from tools.mcp.connection import Exchange, run_operation
+from tools.mcp.errors import McpError
+from tools.mcp.target import ProbeResult, ServerTarget
+
+# A catalog this long is a misbehaving paginator, not a real server.
+MAX_PAGES = 1000
+
+# The result exactly as received (after the SDK's schema check of that revision's result
+# shape): tools keep every key and the server's order, nothing is re-serialised from models.
+_RAW_RESULT = TypeAdapter(dict[str, Any])
+
+
+def probe(target: ServerTarget) -> ProbeResult:
+    """Send a real `server/discover` and say which revision the server speaks (SPEC M4)."""
+    return anyio.run(probe_async, target)
+
+
+def list_tools(target: ServerTarget) -> list[dict[str, Any]]:
+    """Every tool the server lists, in its order, each as the wire-form dict it sent (SPEC M5)."""
+    return anyio.run(list_tools_async, target)
+
+
+async def probe_async(target: ServerTarget) -> ProbeResult:
+    async def learn(session: ClientSession, exchange: Exchange) -> ProbeResult:
+        info = session.server_info
+        return ProbeResult(
+            protocol_version=session.protocol_version or "",
+            legacy=session.initialize_result is not None,
+            discover=exchange.discover,
+            server_info=info.model_dump(by_alias=True, mode="json", exclude_none=True) if info is not None else None,
+        )
+
+    return await run_operation(target, learn, probe=True)
+
+
+async def list_tools_async(target: ServerTarget) -> list[dict[str, Any]]:
+    return await run_operation(target, _list_all_pages)
+
+
+async def _list_all_pages(session: ClientSession, exchange: Exchange) -> list[dict[str, Any]]:
+    tools: list[dict[str, Any]] = []
+    cursor: str | None = None
+    seen_cursors: set[str] = set()
+    for page in range(1, MAX_PAGES + 1):
+        exchange.method = "tools/list" if page == 1 else f"tools/list (page {page})"
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+        result = await session.send_request(types.ListToolsRequest(params=params), _RAW_RESULT)
+        result_type = result.get("resultType", "complete")
+        if result_type != "complete":
+            # SPEC G4 in spirit: the only acceptable answer is a complete one.
+            raise McpError("protocol", f"{exchange.where} answered {exchange.method} with resultType {result_type!r}.")
+        tools.extend(result["tools"])
+        cursor = result.get("nextCursor")
+        if not cursor:
+            return tools
+        if cursor in seen_cursors:
+            raise McpError("protocol", f"{exchange.where} repeated a tools/list cursor; its pagination loops.")
+        seen_cursors.add(cursor)
+    raise McpError("protocol", f"{exchange.where} listed more than {MAX_PAGES} pages of tools.")
+
+
+def call_tool(target: ServerTarget, name: str, arguments: dict[str, Any], *, meta: dict[str, Any]) -> dict[str, Any]:
+    """One `tools/call`, its result returned as the raw wire dict (for certification probes,
+    C8/C9, which judge exactly what the server sent). `meta` goes into `params._meta` next to
+    the protocol's own keys (G1). No retries here: the gateway decides those."""
+    return anyio.run(call_tool_async, target, name, arguments, meta)
+
+
+async def call_tool_async(target: ServerTarget, name: str, arguments: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    async def call(session: ClientSession, exchange: Exchange) -> dict[str, Any]:
+        exchange.method = f"tools/call {name}"
+        params = types.CallToolRequestParams(name=name, arguments=arguments, _meta=meta)
+        return await session.send_request(types.CallToolRequest(params=params), _RAW_RESULT)
+
+    return await run_operation(target, call)

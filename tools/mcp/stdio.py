@@ -1,0 +1,235 @@
+"""stdio transport: run an operator-approved MCP server as a child process, and always reap it.
+
+Not the SDK's `stdio_client` (mcp/client/stdio.py), because SPEC M3 asks for things it does
+not give: it merges a default environment (HOME, LOGNAME, PATH, SHELL, TERM, USER) into the
+child's (`get_default_environment() | server.env`), sends the child's stderr unbounded to our
+own stderr, hides the pid and exit status, and on shutdown waits up to ~4 s before SIGKILL.
+
+Here the child gets exactly `target.env`, a private working directory (a temp dir, removed
+afterwards, unless the target names one), and a new session so the whole process group can
+be killed. stdout is read line by line into the SDK's message streams (one message may be at
+most `MAX_MESSAGE_BYTES`); stderr is drained all the time, so a noisy child never blocks on a
+full pipe, and only its last `STDERR_TAIL_BYTES` are kept for the error message. On the way out
+(success, failure, timeout or cancellation, shielded) stdin is closed; a healthy server gets
+`EXIT_GRACE_SECONDS` to exit on its own (a failed one gets none); then the group gets SIGKILL
+and the child is waited for, which reaps it (no zombie).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+
+import anyio
+import mcp_types as types
+from anyio.abc import Process
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+
+from tools.mcp.errors import redact, shorten
+from tools.mcp.target import ServerTarget
+
+logger = logging.getLogger(__name__)
+
+ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
+WriteStream = MemoryObjectSendStream[SessionMessage]
+
+STDERR_TAIL_BYTES = 4096
+MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+EXIT_GRACE_SECONDS = 0.5
+# Only a process stuck in the kernel (uninterruptible sleep) outlives SIGKILL for this long.
+REAP_TIMEOUT_SECONDS = 5.0
+# The child's last words (a traceback) may still be in the pipe when it exits; give the drain
+# this long to read them before the error message is written.
+STDERR_SETTLE_SECONDS = 0.5
+
+
+@dataclass
+class ChildProcess:
+    """What became of one child: read after the transport has closed, for the error message."""
+
+    program: str
+    pid: int | None = None
+    returncode: int | None = None
+    killed: bool = False  # SIGKILL reached it while it was still running
+    reaped: bool = False
+    stderr_bytes: int = 0
+    bad_output: str | None = None  # why its stdout stopped being MCP, if it did
+    _stderr_tail: bytearray = field(default_factory=bytearray, repr=False)
+
+    @property
+    def exited_on_its_own(self) -> bool:
+        return self.returncode is not None and not self.killed
+
+    def note_stderr(self, chunk: bytes) -> None:
+        self.stderr_bytes += len(chunk)
+        self._stderr_tail += chunk
+        if len(self._stderr_tail) > STDERR_TAIL_BYTES:
+            del self._stderr_tail[:-STDERR_TAIL_BYTES]
+
+    def stderr_tail(self, secrets: list[str]) -> str:
+        """The last few KB of stderr as text, with the target's secrets blanked out."""
+        text = self._stderr_tail.decode("utf-8", errors="replace").strip()
+        return redact(text, secrets)
+
+    def describe_exit(self) -> str:
+        if self.returncode is None:
+            return "is still running"
+        if self.returncode < 0:
+            try:
+                name = signal.Signals(-self.returncode).name
+            except ValueError:
+                name = f"signal {-self.returncode}"
+            return f"was killed by {name}"
+        return f"exited with status {self.returncode}"
+
+
+@asynccontextmanager
+async def stdio_streams(
+    target: ServerTarget, child: ChildProcess
+) -> AsyncIterator[tuple[ReadStream, WriteStream]]:
+    """Start the child and yield the SDK's (read, write) message streams; always reap on exit.
+
+    Raises OSError if the program cannot be started (missing, not executable, bad cwd).
+    """
+    own_cwd = target.cwd is None
+    cwd = tempfile.mkdtemp(prefix="asixto-mcp-") if own_cwd else target.cwd
+    try:
+        process = await anyio.open_process(
+            list(target.argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=dict(target.env),
+            # Its own session and process group: one killpg reaches everything it started.
+            start_new_session=True,
+        )
+        child.pid = process.pid
+        failed = False
+        read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
+        stderr_done = anyio.Event()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(_read_stdout, process, read_send, child)
+                tg.start_soon(_write_stdin, process, write_receive, read_send)
+                tg.start_soon(_drain_stderr, process, child, stderr_done)
+                try:
+                    async with read_receive, write_send:
+                        yield read_receive, write_send
+                except BaseException:
+                    failed = True
+                    raise
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await _stop(process, child, graceful=not failed)
+                        with anyio.move_on_after(STDERR_SETTLE_SECONDS):
+                            await stderr_done.wait()
+                    tg.cancel_scope.cancel()
+        finally:
+            # Reached even if the task group itself failed; a no-op when _stop already ran.
+            with anyio.CancelScope(shield=True):
+                await _stop(process, child, graceful=False)
+                with anyio.move_on_after(REAP_TIMEOUT_SECONDS):
+                    await process.aclose()
+    finally:
+        if own_cwd:
+            shutil.rmtree(cwd, ignore_errors=True)
+
+
+async def _read_stdout(
+    process: Process, send: MemoryObjectSendStream[SessionMessage | Exception], child: ChildProcess
+) -> None:
+    """Turn stdout lines into SDK messages; closing `send` tells the session the server is gone."""
+    assert process.stdout is not None
+    pending = bytearray()
+    async with send:
+        try:
+            async for chunk in process.stdout:
+                start = 0
+                while (newline := chunk.find(b"\n", start)) >= 0:
+                    pending += chunk[start:newline]
+                    start = newline + 1
+                    if pending.strip():
+                        message = _parse(bytes(pending), child)
+                        if message is None:
+                            return
+                        await send.send(message)
+                    pending.clear()
+                pending += chunk[start:]
+                if len(pending) > MAX_MESSAGE_BYTES:
+                    child.bad_output = f"wrote a message larger than {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB"
+                    return
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            return  # our own shutdown closed a stream, or the session left
+
+
+def _parse(line: bytes, child: ChildProcess) -> SessionMessage | None:
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValueError:
+        # Stray prints on stdout corrupt the protocol; fail now rather than wait for a timeout.
+        sample = shorten(line[:200].decode("utf-8", errors="replace"), 120)
+        child.bad_output = f"wrote a line to stdout that is not JSON-RPC ({sample!r})"
+        return None
+
+
+async def _write_stdin(
+    process: Process,
+    receive: MemoryObjectReceiveStream[SessionMessage],
+    read_send: MemoryObjectSendStream[SessionMessage | Exception],
+) -> None:
+    assert process.stdin is not None
+    async with receive:
+        try:
+            async for session_message in receive:
+                line = session_message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                await process.stdin.send(line.encode("utf-8"))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            # The child closed its stdin: nothing sent from now on can be answered, so end the
+            # session's read side too instead of letting requests wait for their timeout.
+            await read_send.aclose()
+
+
+async def _drain_stderr(process: Process, child: ChildProcess, done: anyio.Event) -> None:
+    assert process.stderr is not None
+    try:
+        async for chunk in process.stderr:
+            child.note_stderr(chunk)
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        pass
+    finally:
+        done.set()
+
+
+async def _stop(process: Process, child: ChildProcess, *, graceful: bool) -> None:
+    """Close stdin, give a healthy child a moment, SIGKILL the group, wait for the exit (reap)."""
+    if child.reaped:
+        return
+    assert process.stdin is not None
+    with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        await process.stdin.aclose()
+    if graceful:
+        with anyio.move_on_after(EXIT_GRACE_SECONDS):
+            await process.wait()
+    running = process.returncode is None
+    # Always, even after a clean exit: helpers the server left running in its group die too.
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with anyio.move_on_after(REAP_TIMEOUT_SECONDS):
+        await process.wait()
+    child.returncode = process.returncode
+    # A child that had already died (its exit not yet noticed) keeps its own exit status.
+    child.killed = running and child.returncode == -signal.SIGKILL
+    if child.returncode is None:
+        logger.warning("MCP server process %d survived SIGKILL for %.0f s", process.pid, REAP_TIMEOUT_SECONDS)
+    else:
+        child.reaped = True

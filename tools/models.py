@@ -1,0 +1,184 @@
+"""Tenant-schema models of the tools app: MCP servers, their catalog versions, tools and findings."""
+
+import json
+import uuid
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+from django.utils import translation
+from django.utils.translation import gettext_lazy as _
+
+from tenants.crypto import EncryptedTextField
+
+SERVER_SLUG_PATTERN = r"^[a-z][a-z0-9_]{0,19}$"
+
+
+class McpServer(models.Model):
+    """A tenant's MCP server (M1). Its slug prefixes the names the model sees (M6)."""
+
+    class Transport(models.TextChoices):
+        STREAMABLE_HTTP = "streamable_http", _("Streamable HTTP")
+        SSE = "sse", _("HTTP + SSE (deprecated)")
+        STDIO = "stdio", _("stdio (operator-approved command)")
+
+    class SyncStatus(models.TextChoices):
+        NEVER = "never", _("never synced")
+        QUEUED = "queued", _("queued")
+        RUNNING = "running", _("syncing")
+        OK = "ok", _("synced")
+        ERROR = "error", _("failed")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    slug = models.CharField(
+        _("slug"), max_length=20, unique=True,
+        validators=[RegexValidator(SERVER_SLUG_PATTERN, _("1–20 lowercase letters, digits or underscores, starting with a letter."))],
+        help_text=_("Prefix of this server's tool names as the model sees them: <slug>__<tool>."),
+    )
+    name = models.CharField(_("name"), max_length=120, blank=True)
+    transport = models.CharField(_("transport"), max_length=20, choices=Transport.choices)
+    url = models.URLField(_("URL"), max_length=500, blank=True)
+    command = models.CharField(_("approved command"), max_length=60, blank=True)
+    args = models.JSONField(_("extra arguments"), default=list, blank=True)
+    # JSON object of header name → value, encrypted (T7); never sent back.
+    auth_headers = EncryptedTextField(_("auth headers"), blank=True)
+    timeout_seconds = models.FloatField(
+        _("call timeout (seconds)"), default=15.0, validators=[MinValueValidator(1.0), MaxValueValidator(300.0)]
+    )
+    enabled = models.BooleanField(_("enabled"), default=True)
+
+    protocol_version = models.CharField(_("protocol"), max_length=20, blank=True)
+    is_legacy = models.BooleanField(_("legacy protocol"), default=False)
+    discover_result = models.JSONField(null=True, blank=True)
+    server_info = models.JSONField(null=True, blank=True)
+
+    sync_status = models.CharField(max_length=10, choices=SyncStatus.choices, default=SyncStatus.NEVER)
+    sync_error = models.TextField(blank=True)
+    synced_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self):
+        return self.slug
+
+    @property
+    def headers(self) -> dict:
+        return json.loads(self.auth_headers) if self.auth_headers else {}
+
+
+class CatalogVersion(models.Model):
+    """One sync of one server (M5): what changed against the previous version, and what the
+    sync noticed about the server as a whole (order changes, legacy protocol)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    tool_count = models.PositiveIntegerField(default=0)
+    diff = models.JSONField(default=dict)  # {"added": [...], "removed": [...], "changed": [{"name", "fields"}]}
+    server_findings = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["server", "-number"]
+        constraints = [models.UniqueConstraint(fields=["server", "number"], name="catalog_version_unique_number")]
+
+    @property
+    def has_changes(self):
+        return any(self.diff.get(key) for key in ("added", "removed", "changed"))
+
+
+class Tool(models.Model):
+    """One tool of one server, with its full definition as the server sent it (M5)."""
+
+    class Level(models.TextChoices):
+        READ = "read", _("read")
+        WRITE = "write", _("write")
+        DESTRUCTIVE = "destructive", _("destructive")
+
+    class Certification(models.TextChoices):
+        PENDING = "pending", _("pending certification")
+        CERTIFIED = "certified", _("certified")
+        BLOCKED = "blocked", _("blocked")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="tools")
+    name = models.CharField(_("name"), max_length=200)
+    prefixed_name = models.CharField(_("name the model sees"), max_length=250)
+    position = models.PositiveIntegerField()
+    definition = models.JSONField()
+    definition_hash = models.CharField(max_length=64)
+    level = models.CharField(_("level"), max_length=12, choices=Level.choices)
+    certification = models.CharField(max_length=10, choices=Certification.choices, default=Certification.PENDING)
+    certified_hash = models.CharField(max_length=64, blank=True)
+    certified_at = models.DateTimeField(null=True, blank=True)
+    enabled = models.BooleanField(_("enabled by the admin"), default=True)
+    sample_arguments = models.JSONField(_("sample arguments for live probes"), null=True, blank=True)
+    added_in = models.ForeignKey(CatalogVersion, null=True, on_delete=models.SET_NULL, related_name="+")
+    changed_in = models.ForeignKey(CatalogVersion, null=True, on_delete=models.SET_NULL, related_name="+")
+    # Removed tools stay (call records point at them) but are out of the catalog.
+    removed_in = models.ForeignKey(CatalogVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["server__slug", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["server", "name"], condition=models.Q(removed_in__isnull=True), name="tool_unique_live_name"
+            )
+        ]
+
+    def __str__(self):
+        return self.prefixed_name
+
+    @property
+    def is_available_to_agents(self):
+        """Certified for this exact definition, enabled, on an enabled server, still listed (C, M5)."""
+        return (
+            self.removed_in_id is None
+            and self.enabled
+            and self.server.enabled
+            and self.certification == self.Certification.CERTIFIED
+            and self.certified_hash == self.definition_hash
+        )
+
+
+class Finding(models.Model):
+    """A certification finding (C1–C9, M4, M6): on a tool, or on the server as a whole."""
+
+    class Severity(models.TextChoices):
+        BLOCKING = "blocking", _("blocking")
+        WARNING = "warning", _("warning")
+
+    class Source(models.TextChoices):
+        DEFINITION = "definition", _("definition")
+        PROBE = "probe", _("live probe")
+        SERVER = "server", _("server")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="findings")
+    tool = models.ForeignKey(Tool, null=True, blank=True, on_delete=models.CASCADE, related_name="findings")
+    rule = models.CharField(max_length=40)
+    severity = models.CharField(max_length=10, choices=Severity.choices)
+    # {"es": {"message": ..., "hint": ...}, "en": {...}}: rendered in every shipped language when
+    # the finding is made, so each reader sees it in their own (A3).
+    texts = models.JSONField(default=dict)
+    source = models.CharField(max_length=12, choices=Source.choices, default=Source.DEFINITION)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["severity", "rule"]
+
+    def _text(self, part):
+        language = translation.get_language() or settings.LANGUAGE_CODE
+        texts = self.texts.get(language[:2]) or self.texts.get(settings.LANGUAGE_CODE) or {}
+        return texts.get(part, "")
+
+    @property
+    def message(self):
+        return self._text("message")
+
+    @property
+    def hint(self):
+        return self._text("hint")

@@ -1,0 +1,27 @@
+"""Reads of the tools app. Every query runs in the current tenant's schema (T1)."""
+
+from django.db.models import Prefetch
+
+from tools.models import CatalogVersion, Finding, McpServer, Tool
+
+
+def servers():
+    return McpServer.objects.all()
+
+
+def tools(*, server_slug=None, certification=None, include_removed=False):
+    queryset = Tool.objects.select_related("server").prefetch_related(
+        Prefetch("findings", queryset=Finding.objects.order_by("severity", "rule"))
+    )
+    if not include_removed:
+        queryset = queryset.filter(removed_in__isnull=True)
+    if server_slug:
+        queryset = queryset.filter(server__slug=server_slug)
+    if certification:
+        queryset = queryset.filter(certification=certification)
+    return queryset.order_by("server__slug", "position")
+
+
+def catalog_versions(*, server=None):
+    queryset = CatalogVersion.objects.select_related("server")
+    return queryset.filter(server=server) if server else queryset

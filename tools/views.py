@@ -1,0 +1,150 @@
+"""Dashboard pages of the tools app (A2): servers, the catalog with its certification, a tool's
+findings and probes, catalog versions and their diffs."""
+
+import json
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.http import JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import path
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from asixto.errors import ApplicationError
+from tenants.access import admin_page, tenant_page
+from tools import mcp, selectors, services
+from tools.forms import SampleArgumentsForm, ServerForm
+from tools.models import McpServer
+from tools.tasks import server_sync
+
+
+def _queue_sync(server):
+    services.sync_mark(server=server, status=McpServer.SyncStatus.QUEUED)
+    transaction.on_commit(lambda: server_sync.delay(str(server.pk)))
+
+
+def _apply_service_errors(form, exc: ApplicationError):
+    for field, errors in exc.fields.items():
+        target = field if field in form.fields else None
+        for error in errors:
+            form.add_error(target, error)
+    if not exc.fields:
+        form.add_error(None, exc.message)
+
+
+@tenant_page
+def servers_page(request):
+    return render(request, "tools/servers.html", {"nav": "servers", "servers": selectors.servers()})
+
+
+@admin_page
+def server_edit(request, pk=None):
+    server = get_object_or_404(selectors.servers(), pk=pk) if pk else None
+    form = ServerForm(request.POST or None, instance=server)
+    if request.method == "POST" and form.is_valid():
+        try:
+            with transaction.atomic():
+                if server:
+                    server = services.server_update(server=server, data=form.service_data())
+                else:
+                    server = services.server_create(data=form.service_data())
+                _queue_sync(server)
+        except ApplicationError as exc:
+            _apply_service_errors(form, exc)
+        else:
+            messages.success(request, _("Server saved. Its catalog is being synced."))
+            return redirect("dashboard:servers")
+    return render(request, "tools/server_form.html", {"nav": "servers", "form": form, "server": server})
+
+
+@admin_page
+@require_POST
+def server_sync_now(request, pk):
+    _queue_sync(get_object_or_404(selectors.servers(), pk=pk))
+    return redirect("dashboard:servers")
+
+
+@admin_page
+@require_POST
+def server_delete(request, pk):
+    server = get_object_or_404(selectors.servers(), pk=pk)
+    server.delete()
+    messages.success(request, _("Server %(slug)s removed.") % {"slug": server.slug})
+    return redirect("dashboard:servers")
+
+
+@tenant_page
+def server_status(request, pk):
+    """Polled by the servers page while a sync runs."""
+    server = get_object_or_404(selectors.servers(), pk=pk)
+    return JsonResponse({
+        "status": server.sync_status, "label": server.get_sync_status_display(), "error": server.sync_error,
+        "tools": server.tools.filter(removed_in__isnull=True).count(),
+    })
+
+
+@tenant_page
+def catalog_page(request):
+    tools = selectors.tools(server_slug=request.GET.get("server") or None, certification=request.GET.get("certification") or None)
+    return render(request, "tools/catalog.html", {"nav": "catalog", "tools": tools, "servers": selectors.servers()})
+
+
+@tenant_page
+def tool_page(request, pk):
+    tool = get_object_or_404(selectors.tools(include_removed=True), pk=pk)
+    initial = {"sample_arguments": json.dumps(tool.sample_arguments, ensure_ascii=False, indent=2) if tool.sample_arguments is not None else ""}
+    form = SampleArgumentsForm(request.POST or None, initial=initial)
+    if request.method == "POST":
+        if not request.user.is_tenant_admin:
+            raise PermissionDenied
+        if form.is_valid():
+            services.tool_set_sample_arguments(tool=tool, sample_arguments=form.cleaned_data["sample_arguments"])
+            if "probe" in request.POST and tool.sample_arguments is not None:
+                try:
+                    services.tool_probe(tool=tool)
+                    messages.success(request, _("Probe finished."))
+                except (ApplicationError, mcp.McpError) as exc:
+                    messages.error(request, getattr(exc, "message", str(exc)))
+            else:
+                messages.success(request, _("Sample arguments saved."))
+            return redirect("dashboard:tool", pk=tool.pk)
+    definition = json.dumps(tool.definition, ensure_ascii=False, indent=2)
+    return render(request, "tools/tool.html", {"nav": "catalog", "tool": tool, "form": form, "definition": definition})
+
+
+@admin_page
+@require_POST
+def tool_toggle(request, pk):
+    tool = get_object_or_404(selectors.tools(), pk=pk)
+    services.tool_set_enabled(tool=tool, enabled=not tool.enabled)
+    return redirect(request.POST.get("next") or "dashboard:catalog")
+
+
+@tenant_page
+def versions_page(request, pk):
+    server = get_object_or_404(selectors.servers(), pk=pk)
+    versions = selectors.catalog_versions(server=server)
+    return render(request, "tools/versions.html", {"nav": "servers", "server": server, "versions": versions})
+
+
+@tenant_page
+def version_page(request, pk):
+    version = get_object_or_404(selectors.catalog_versions(), pk=pk)
+    return render(request, "tools/version.html", {"nav": "servers", "version": version})
+
+
+urlpatterns = [
+    path("servers/", servers_page, name="servers"),
+    path("servers/new/", server_edit, name="server_new"),
+    path("servers/<uuid:pk>/", server_edit, name="server_edit"),
+    path("servers/<uuid:pk>/sync/", server_sync_now, name="server_sync"),
+    path("servers/<uuid:pk>/delete/", server_delete, name="server_delete"),
+    path("servers/<uuid:pk>/status/", server_status, name="server_status"),
+    path("servers/<uuid:pk>/versions/", versions_page, name="server_versions"),
+    path("catalog/", catalog_page, name="catalog"),
+    path("catalog/versions/<uuid:pk>/", version_page, name="catalog_version"),
+    path("tools/<uuid:pk>/", tool_page, name="tool"),
+    path("tools/<uuid:pk>/toggle/", tool_toggle, name="tool_toggle"),
+]
