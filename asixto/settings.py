@@ -183,7 +183,13 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        # One line per outbound HTTP request is noise; failures are reported by our own code.
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+        "mcp": {"level": "WARNING"},
+    },
 }
 
 # Periodic catalog sync of every tenant's servers (M5); `celery -A asixto worker -B` runs it.

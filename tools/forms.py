@@ -32,7 +32,7 @@ class ServerForm(forms.ModelForm):
         choices = [("", "—")] + [(c.slug, f"{c.slug} — {c.description}") for c in ApprovedCommand.objects.filter(enabled=True)]
         self.fields["command"].choices = choices
         self.initial["args_text"] = "\n".join(self.instance.args or [])
-        if self.instance.pk:
+        if not self.instance._state.adding:
             self.fields["slug"].disabled = True
 
     def clean_args_text(self):
@@ -56,7 +56,7 @@ class ServerForm(forms.ModelForm):
             data["auth_headers"] = {}
         elif self.cleaned_data.get("headers_text"):
             data["auth_headers"] = self.cleaned_data["headers_text"]
-        if self.instance.pk:
+        if not self.instance._state.adding:
             data.pop("slug", None)
         return data
 

@@ -3,6 +3,7 @@ certifying tools, and the admin's switches. Each is the one place where that sta
 
 import json
 import logging
+import uuid
 
 from django.conf import settings
 from django.db import transaction
@@ -267,14 +268,16 @@ def tool_probe(*, tool: Tool) -> list[RuleFinding]:
         raise ApplicationError(_("Store sample arguments for this tool first."), fields={"sample_arguments": [_("Required.")]})
     target = server_target(tool.server)
     findings = []
+    # One idempotency key for both calls of the C9 probe; each call its own request id.
+    key = f"certification-{uuid.uuid4().hex}"
     try:
-        first = mcp.call_tool(target, tool.name, tool.sample_arguments, meta=probe_meta("probe-1"))
+        first = mcp.call_tool(target, tool.name, tool.sample_arguments, meta=probe_meta(key, "1"))
         findings += check_probe_result(
             first, output_schema=tool.definition.get("outputSchema"), budget=current_tenant().result_budget
         )
         annotations = tool.definition.get("annotations") or {}
         if annotations.get("idempotentHint") is True:
-            second = mcp.call_tool(target, tool.name, tool.sample_arguments, meta=probe_meta("probe-2", key="probe-1"))
+            second = mcp.call_tool(target, tool.name, tool.sample_arguments, meta=probe_meta(key, "2"))
             findings += check_idempotency(first, second)
     except mcp.McpError as exc:
         findings.append(blocking("C8", _("The live probe failed: %(error)s") % {"error": exc.message},
@@ -283,13 +286,13 @@ def tool_probe(*, tool: Tool) -> list[RuleFinding]:
     return findings
 
 
-def probe_meta(request_suffix, *, key=None):
+def probe_meta(key, call_number):
     """The `_meta` of a certification probe (G1 keys), marked so the server can tell it apart."""
     tenant = current_tenant()
     return {
-        "com.asixto/idempotencyKey": f"certification-{key or request_suffix}-{timezone.now():%Y%m%d%H%M%S}",
+        "com.asixto/idempotencyKey": key,
         "com.asixto/conversationId": "certification",
-        "com.asixto/requestId": f"req-certification-{request_suffix}",
+        "com.asixto/requestId": f"req-{key}-{call_number}",
         "com.asixto/channel": "certification",
         "com.asixto/companyId": tenant.slug,
         "com.asixto/priceListId": "",

@@ -16,7 +16,9 @@ runnable as a script to serve over stdio, with the venv's python and nothing els
 The misbehaving modes misbehave the hard way (blocking the event loop, ignoring SIGTERM and
 stdin EOF) so the client's kill path, not the server's good manners, is what a test proves.
 If `ASIXTO_TEST_PIDFILE` is in the environment the server writes its pid there first, so a
-test can check afterwards that the process was reaped. The script imports only the SDK, so it
+test can check afterwards that the process was reaped. `--pidfile PATH` does the same for
+servers started with the platform's fixed stdio environment (no room for a test variable),
+appending one line per process, since one catalog sync starts several children. The script imports only the SDK, so it
 runs from any working directory and with an empty environment.
 """
 
@@ -148,11 +150,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--flood-forever", action="store_true")
     parser.add_argument("--introspect", action="store_true")
     parser.add_argument("--noisy-stdout", action="store_true")
+    parser.add_argument("--pidfile", default=None, metavar="PATH")
     args = parser.parse_args(argv)
 
     if PIDFILE_VAR in os.environ:
         with open(os.environ[PIDFILE_VAR], "w") as pidfile:
             pidfile.write(str(os.getpid()))
+    if args.pidfile:
+        with open(args.pidfile, "a") as pidfile:
+            pidfile.write(f"{os.getpid()}\n")
     if args.hang or args.flood_forever:
         # A stuck server that also shrugs off SIGTERM: only SIGKILL ends it.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -4,6 +4,8 @@
     with serve_asgi(catalog.app()) as base_url: ...
     catalog.tools[0]["description"] = "…"     # the next tools/list sees it
     catalog.reorder_on_each_list = True       # every tools/list returns another order (C7)
+    catalog.results["consultar_cliente"] = [result_1, result_2]   # tools/call answers, in turn
+    catalog.calls                             # [(name, arguments, _meta), ...] as received
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ class MutableCatalog:
         self.tools = copy.deepcopy(tools)
         self.reorder_on_each_list = False
         self.list_calls = 0
+        self.results: dict[str, list[dict[str, Any]]] = {}
+        self.calls: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
 
     def _listing(self) -> list[types.Tool]:
         self.list_calls += 1
@@ -28,9 +32,18 @@ class MutableCatalog:
             tools.reverse()
         return [types.Tool.model_validate(tool) for tool in tools]
 
+    def calls_to(self, name: str) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+        return [call for call in self.calls if call[0] == name]
+
     def app(self, host: str = "127.0.0.1"):
         async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
             return types.ListToolsResult(tools=self._listing())
 
-        server = Server("asixto-test-mutable", version="1.0.0", on_list_tools=list_tools)
+        async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+            self.calls.append((params.name, dict(params.arguments or {}), dict(ctx.meta or {})))
+            script = self.results[params.name]
+            result = script[min(len(self.calls_to(params.name)) - 1, len(script) - 1)]
+            return types.CallToolResult.model_validate(result)
+
+        server = Server("asixto-test-mutable", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool)
         return server.streamable_http_app(stateless_http=True, json_response=True, host=host)
