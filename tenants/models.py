@@ -23,6 +23,15 @@ def default_scenarios():
     return []
 
 
+CHANNELS = ("chat", "voice")
+LEVELS = ("read", "write", "destructive")
+
+
+def default_exposure_policy():
+    """Every level on every channel (M7's default); tenants narrow it per channel."""
+    return {channel: list(LEVELS) for channel in CHANNELS}
+
+
 class Tenant(TenantMixin):
     """A company. Its agent settings (T6) live here; its data lives in its own schema (T1)."""
 
@@ -49,6 +58,8 @@ class Tenant(TenantMixin):
     )
     public_sources = models.BooleanField(_("public sources (web search and page reading)"), default=False)
     scenarios = models.JSONField(_("scenarios"), default=default_scenarios, blank=True)
+    # channel → tool levels agents may use there (M7); the gateway enforces it on every call.
+    exposure_policy = models.JSONField(_("tool exposure per channel"), default=default_exposure_policy, blank=True)
 
     auto_create_schema = True
     auto_drop_schema = False
@@ -58,6 +69,10 @@ class Tenant(TenantMixin):
 
     def __str__(self):
         return self.slug
+
+    def allows_level(self, channel: str, level: str) -> bool:
+        allowed = (self.exposure_policy or {}).get(channel)
+        return level in (LEVELS if allowed is None else allowed)
 
 
 class Domain(DomainMixin):

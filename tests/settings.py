@@ -18,3 +18,5 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+# Two suites at once on one machine (two checkouts, two developers) each need their own database.
+DATABASES["default"]["TEST"] = {"NAME": os.environ.get("ASIXTO_TEST_DATABASE", f"test_{DATABASES['default']['NAME']}")}  # noqa: F405

@@ -182,3 +182,55 @@ class Finding(models.Model):
     @property
     def hint(self):
         return self._text("hint")
+
+
+class ToolCall(models.Model):
+    """One call through the gateway (G9): who asked, what was sent, what came back, how long it
+    took. Arguments are the customer's data and stay in the tenant's schema; auth headers and
+    other secrets never reach this table."""
+
+    class Outcome(models.TextChoices):
+        OK = "ok", _("ok")
+        BUSINESS_ERROR = "business_error", _("business error")
+        TIMEOUT = "timeout", _("timeout")
+        DROPPED = "dropped", _("connection dropped")
+        CONNECT_ERROR = "connect_error", _("connection refused")
+        HTTP_ERROR = "http_error", _("HTTP error")
+        PROTOCOL_ERROR = "protocol_error", _("protocol error")
+        INVALID_OUTPUT = "invalid_output", _("invalid output")
+        UNSUPPORTED_RESULT = "unsupported_result", _("unsupported result")
+        INVALID_ARGUMENTS = "invalid_arguments", _("invalid arguments")
+        REFUSED = "refused", _("refused by policy")
+        UNAVAILABLE = "unavailable", _("tool unavailable")
+
+    class Source(models.TextChoices):
+        TURN = "turn", _("agent turn")
+        CONSOLE = "console", _("test console")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tool = models.ForeignKey(Tool, null=True, on_delete=models.SET_NULL, related_name="calls")
+    tool_name = models.CharField(max_length=250)  # the prefixed name, kept if the tool goes away
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.TURN)
+    turn_id = models.UUIDField(null=True, blank=True, db_index=True)
+    conversation_id = models.CharField(max_length=100, blank=True)
+    channel = models.CharField(max_length=20)
+    idempotency_key = models.CharField(max_length=200)
+    request_ids = models.JSONField(default=list)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(db_index=True)
+    duration_ms = models.FloatField(default=0)
+    outcome = models.CharField(max_length=20, choices=Outcome.choices, db_index=True)
+    http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    arguments = models.JSONField(default=dict)
+    result_chars = models.PositiveIntegerField(default=0)
+    model_chars = models.PositiveIntegerField(default=0)
+    truncated = models.BooleanField(default=False)
+    violations = models.JSONField(default=list)  # [{"kind": ..., "detail": ...}], contract breaches
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [models.Index(fields=["tool", "-started_at"])]
+
+    def __str__(self):
+        return f"{self.tool_name} {self.outcome}"

@@ -2,7 +2,7 @@
 
 from django.db.models import Prefetch
 
-from tools.models import CatalogVersion, Finding, McpServer, Tool
+from tools.models import CatalogVersion, Finding, McpServer, Tool, ToolCall
 
 
 def servers():
@@ -25,3 +25,16 @@ def tools(*, server_slug=None, certification=None, include_removed=False):
 def catalog_versions(*, server=None):
     queryset = CatalogVersion.objects.select_related("server")
     return queryset.filter(server=server) if server else queryset
+
+
+def tool_calls(*, tool_id=None, outcome=None, turn_id=None, violations_only=False):
+    queryset = ToolCall.objects.all()
+    if tool_id:
+        queryset = queryset.filter(tool_id=tool_id)
+    if outcome:
+        queryset = queryset.filter(outcome=outcome)
+    if turn_id:
+        queryset = queryset.filter(turn_id=turn_id)
+    if violations_only:
+        queryset = queryset.exclude(violations=[])
+    return queryset.order_by("-started_at")

@@ -33,6 +33,18 @@ EVERYTHING_TOOLS = [
 ]
 
 
+@pytest.fixture
+def inventario(alpha):
+    """alpha's agent has the scenario the test catalog's tools name (C6). The tenant object is
+    shared by the whole session, so its previous scenarios are put back afterwards."""
+    before = alpha.tenant.scenarios
+    connection.set_schema_to_public()
+    alpha.tenant.scenarios = ["inventario"]
+    alpha.tenant.save(update_fields=["scenarios"])
+    yield alpha
+    alpha.tenant.scenarios = before
+
+
 def approve(slug, executable, *base_args, allow_extra_args=False):
     """What a platform operator does in the public schema (M3)."""
     connection.set_schema_to_public()
@@ -153,7 +165,7 @@ def test_it_fails_a_first_sync_cleanly_when_the_stdio_server_misbehaves(alpha, t
     assert_reaped(pidfile, at_least=2)  # the probe's child and the listing's
 
 
-def test_it_keeps_the_previous_catalog_when_a_later_stdio_sync_crashes(alpha, tmp_path):
+def test_it_keeps_the_previous_catalog_when_a_later_stdio_sync_crashes(alpha, inventario, tmp_path):
     """M3, M5, C7, A4: a paginated stdio catalog is stored whole and in order; when a later sync
     crashes on page 2, the error is recorded and the last good catalog stays as it was."""
     pidfile = tmp_path / "pids"
@@ -181,7 +193,7 @@ def test_it_keeps_the_previous_catalog_when_a_later_stdio_sync_crashes(alpha, tm
     assert_reaped(pidfile, at_least=5)
 
 
-def test_it_stores_a_paginated_http_catalog_whole_and_in_order(alpha):
+def test_it_stores_a_paginated_http_catalog_whole_and_in_order(alpha, inventario):
     """M5, C7: tools/list is followed through every cursor; each full definition is stored as
     the server sent it, in the server's order, and certified."""
     tools = make_tools(120)

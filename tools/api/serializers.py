@@ -4,7 +4,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from asixto.api import StrictModelSerializer, StrictSerializer
-from tools.models import CatalogVersion, Finding, McpServer, Tool
+from tools.models import CatalogVersion, Finding, McpServer, Tool, ToolCall
 
 MAX_HEADERS = 20
 
@@ -93,3 +93,49 @@ class CatalogVersionSerializer(serializers.ModelSerializer):
     class Meta:
         model = CatalogVersion
         fields = ["id", "server", "number", "created_at", "tool_count", "diff", "server_findings"]
+
+
+class InvokeSerializer(StrictSerializer):
+    """A test call from the console (A1): the arguments, and the context a turn would give."""
+
+    arguments = serializers.JSONField()
+    channel = serializers.ChoiceField(choices=["chat", "voice"], default="chat")
+    conversation_id = serializers.CharField(max_length=100, required=False, default="console")
+    idempotency_key = serializers.CharField(max_length=200, required=False)
+    company_id = serializers.CharField(max_length=100, required=False, default="")
+    price_list_id = serializers.CharField(max_length=100, required=False, default="")
+    currency = serializers.CharField(max_length=10, required=False, default="")
+    timezone = serializers.CharField(max_length=60, required=False, default="UTC")
+
+
+class CallOutcomeSerializer(serializers.Serializer):
+    record_id = serializers.UUIDField()
+    outcome = serializers.CharField()
+    model_text = serializers.CharField(help_text="Exactly the text the model would read.")
+    structured = serializers.JSONField(allow_null=True)
+    attempts = serializers.IntegerField()
+    request_ids = serializers.ListField(child=serializers.CharField())
+    duration_ms = serializers.FloatField()
+    http_status = serializers.IntegerField(allow_null=True)
+    retry_after = serializers.FloatField(allow_null=True)
+    error = serializers.CharField(allow_blank=True)
+    error_type = serializers.CharField(allow_blank=True)
+    violations = serializers.ListField(child=serializers.DictField())
+    truncated = serializers.BooleanField()
+
+
+class ToolCallSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ToolCall
+        fields = [
+            "id", "tool", "tool_name", "source", "turn_id", "conversation_id", "channel", "idempotency_key",
+            "request_ids", "attempts", "started_at", "duration_ms", "outcome", "http_status", "error", "arguments",
+            "result_chars", "model_chars", "truncated", "violations",
+        ]
+
+
+class ToolCallFilterSerializer(serializers.Serializer):
+    tool = serializers.UUIDField(required=False, source="tool_id")
+    outcome = serializers.ChoiceField(choices=ToolCall.Outcome.choices, required=False)
+    turn = serializers.UUIDField(required=False, source="turn_id")
+    violations = serializers.BooleanField(required=False, source="violations_only")

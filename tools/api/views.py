@@ -1,5 +1,7 @@
 """REST endpoints of the tools app (A1, A2): servers, tools, findings, catalog versions."""
 
+import uuid
+
 from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
@@ -8,6 +10,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from tools import selectors, services
+from tools.gateway import CallContext, call_tool
+from tools.models import ToolCall
 from tools.api import serializers as s
 from tools.tasks import server_sync
 
@@ -104,3 +108,36 @@ class ToolProbeView(APIView):
         tool = get_object_or_404(selectors.tools(), pk=pk)
         services.tool_probe(tool=tool)
         return Response(s.ToolDetailSerializer(get_object_or_404(selectors.tools(), pk=pk)).data)
+
+
+class ToolInvokeView(APIView):
+    """The test console (A1): one call through the gateway, exactly as a turn would make it."""
+
+    @extend_schema(request=s.InvokeSerializer, responses=s.CallOutcomeSerializer)
+    def post(self, request, pk):
+        tool = get_object_or_404(selectors.tools(), pk=pk)
+        data = s.InvokeSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        arguments = values.pop("arguments")
+        values.setdefault("idempotency_key", f"console-{uuid.uuid4().hex}")
+        outcome = call_tool(tool_id=tool.pk, arguments=arguments, context=CallContext(source=ToolCall.Source.CONSOLE, **values))
+        return Response(s.CallOutcomeSerializer(outcome).data)
+
+
+class ToolCallListView(generics.ListAPIView):
+    """Call records (G9), newest first; filter by tool, outcome, turn, or violations only."""
+
+    serializer_class = s.ToolCallSerializer
+
+    def get_queryset(self):
+        params = s.ToolCallFilterSerializer(data=self.request.query_params)
+        params.is_valid(raise_exception=True)
+        return selectors.tool_calls(**params.validated_data)
+
+
+class ToolCallDetailView(generics.RetrieveAPIView):
+    serializer_class = s.ToolCallSerializer
+
+    def get_queryset(self):
+        return selectors.tool_calls()

@@ -1,0 +1,43 @@
+"""Shared set-up for gateway tests: a certified tool on a server at a given URL."""
+
+from tests.support.faults import MODERN_DISCOVER
+from tests.tools.contract_samples import good
+from tools.catalog import definition_hash, prefixed_name
+from tools.gateway import CallContext
+from tools.models import McpServer, Tool
+from tools.rules import tool_level
+
+SEARCH = good(
+    "buscar_producto",
+    annotations={"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True},
+    inputSchema={"type": "object", "additionalProperties": False, "required": ["consulta"],
+                 "properties": {"consulta": {"type": "string", "maxLength": 100}}},
+    outputSchema={"type": "object", "required": ["productos", "total"],
+                  "properties": {"productos": {"type": "array"}, "total": {"type": "integer"}}},
+)
+
+
+def certified_tool(world, url, definition=SEARCH, *, slug="crm", timeout=2.0):
+    """A tool as a sync would leave it: certified for this definition, discovery cached."""
+    with world.schema():
+        server = McpServer.objects.create(
+            slug=slug, transport="streamable_http", url=f"{url}/mcp", discover_result=MODERN_DISCOVER,
+            protocol_version="2026-07-28", timeout_seconds=timeout,
+        )
+        digest = definition_hash(definition)
+        return Tool.objects.create(
+            server=server, name=definition["name"], prefixed_name=prefixed_name(slug, definition["name"]), position=0,
+            definition=definition, definition_hash=digest, level=tool_level(definition.get("annotations")),
+            certification=Tool.Certification.CERTIFIED, certified_hash=digest,
+        )
+
+
+def context(**changes):
+    values = {"channel": "chat", "idempotency_key": "turn-1-step-1", "conversation_id": "cnv_1", "currency": "COP",
+              "timezone": "America/Bogota", "price_list_id": "pl_mayorista"}
+    return CallContext(**{**values, **changes})
+
+
+def ok_result(text="Encontré 1 producto.", data=None):
+    return {"content": [{"type": "text", "text": text}],
+            "structuredContent": data if data is not None else {"productos": [{"nombre": "Router"}], "total": 1}}

@@ -1,0 +1,11 @@
+"""The gateway: the one call path from an agent (or the test console) to a tenant's tool.
+
+    call.py      call_tool(): lookup, policy, validation, _meta, retries, classification, record
+    http.py      tools/call as one POST over stateless streamable HTTP, pooled per server
+    results.py   classify a result (G4–G6), compiled validators cached per definition
+    sanitize.py  the text the model reads (G7, G8, R4)
+"""
+
+from tools.gateway.call import CallContext, CallOutcome, call_tool
+
+__all__ = ["CallContext", "CallOutcome", "call_tool"]

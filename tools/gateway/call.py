@@ -1,0 +1,223 @@
+"""The one call path to a tenant's tool (G1–G9, M7), used by agent turns and the test console.
+
+Look up the available tool → check the tenant's exposure policy for this channel → validate the
+arguments against inputSchema → build `_meta` → send (retrying a dropped or refused connection
+with the same idempotency key, never a timeout) → classify → sanitise → record. Whatever
+happens, the caller gets a `CallOutcome` with the exact text the model will read.
+"""
+
+import logging
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
+
+from tenants.selectors import current_tenant
+from tools import mcp
+from tools.gateway import http
+from tools.gateway.results import classify, compiled, first_error
+from tools.gateway.sanitize import cut, model_text
+from tools.models import McpServer, Tool, ToolCall
+from tools.outbound import OutboundRefused, check_url
+from tools.services import server_target
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 3
+RETRYABLE = {"dropped", "connect"}  # a timeout is never retried (G3)
+KIND_OUTCOME = {
+    "connect": ToolCall.Outcome.CONNECT_ERROR,
+    "dropped": ToolCall.Outcome.DROPPED,
+    "timeout": ToolCall.Outcome.TIMEOUT,
+    "http": ToolCall.Outcome.HTTP_ERROR,
+    "protocol": ToolCall.Outcome.PROTOCOL_ERROR,
+    "process": ToolCall.Outcome.DROPPED,
+}
+
+
+@dataclass
+class CallContext:
+    """Who is calling, for `_meta` (G1) and the record (G9). The runtime derives
+    `idempotency_key` from the turn and the step so a re-run sends the same key (R10)."""
+
+    channel: str
+    idempotency_key: str
+    conversation_id: str = ""
+    turn_id: uuid.UUID | None = None
+    company_id: str = ""
+    price_list_id: str = ""
+    currency: str = ""
+    timezone: str = "UTC"
+    source: str = ToolCall.Source.TURN
+
+
+@dataclass
+class CallOutcome:
+    outcome: str
+    model_text: str  # exactly what the model reads
+    structured: object = None
+    attempts: int = 0
+    request_ids: list[str] = field(default_factory=list)
+    duration_ms: float = 0.0
+    http_status: int | None = None
+    retry_after: float | None = None
+    error: str = ""
+    violations: list[dict] = field(default_factory=list)
+    truncated: bool = False
+    error_type: str = ""
+    result_chars: int = 0
+    record_id: uuid.UUID | None = None
+
+    @property
+    def ok(self):
+        return self.outcome == ToolCall.Outcome.OK
+
+
+def build_meta(context: CallContext, request_id: str, company_id: str) -> dict:
+    """The eight `com.asixto/` keys (G1); they travel in params._meta, never in arguments."""
+    return {
+        "com.asixto/idempotencyKey": context.idempotency_key,
+        "com.asixto/conversationId": context.conversation_id,
+        "com.asixto/requestId": request_id,
+        "com.asixto/channel": context.channel,
+        "com.asixto/companyId": context.company_id or company_id,
+        "com.asixto/priceListId": context.price_list_id,
+        "com.asixto/currency": context.currency,
+        "com.asixto/timezone": context.timezone,
+    }
+
+
+def find_tool(*, name: str | None = None, tool_id=None) -> Tool | None:
+    queryset = Tool.objects.select_related("server").filter(removed_in__isnull=True)
+    return (queryset.filter(pk=tool_id) if tool_id else queryset.filter(prefixed_name=name)).first()
+
+
+def call_tool(*, arguments: dict, context: CallContext, name: str | None = None, tool_id=None) -> CallOutcome:
+    """Call one tool by its model-visible name (or id, for the console). Never raises for what a
+    server or a model did wrong: every failure is an outcome the model can be told about."""
+    started, started_at = time.perf_counter(), timezone.now()
+    tenant = current_tenant()
+    tool = find_tool(name=name, tool_id=tool_id)
+    shown_name = tool.prefixed_name if tool else (name or str(tool_id))
+    with translation.override(tenant.language or settings.LANGUAGE_CODE):
+        outcome = _call(tool, shown_name, arguments, context, tenant)
+    outcome.duration_ms = (time.perf_counter() - started) * 1000
+    outcome.record_id = _record(tool, shown_name, arguments, context, outcome, started_at)
+    return outcome
+
+
+def _refusal(kind, text, error=""):
+    return CallOutcome(outcome=kind, model_text=text, error=error or text)
+
+
+def _call(tool, shown_name, arguments, context, tenant) -> CallOutcome:
+    if tool is None or not tool.is_available_to_agents:
+        return _refusal(ToolCall.Outcome.UNAVAILABLE, _("The tool %(name)s is not available. Do not use it.") % {"name": shown_name})
+    if not tenant.allows_level(context.channel, tool.level):
+        return _refusal(
+            ToolCall.Outcome.REFUSED,
+            _("The tool %(name)s is not allowed on this channel. Do not use it; tell the customer this cannot be done here.")
+            % {"name": shown_name},
+        )
+    if not isinstance(arguments, dict):
+        arguments_error = _("the arguments must be a JSON object")
+    else:
+        validator = compiled(tool.definition.get("inputSchema"), (tool.pk, tool.definition_hash, "input"))
+        arguments_error = first_error(validator, arguments) if validator is not None else None
+    if arguments_error:
+        # A correctable error for the model; the server is never called (G2).
+        return _refusal(
+            ToolCall.Outcome.INVALID_ARGUMENTS,
+            _("The arguments for %(name)s are not valid: %(error)s. Correct them and call the tool again.")
+            % {"name": shown_name, "error": arguments_error[:300]},
+        )
+    outcome, result = _send(tool, arguments, context, tenant.slug)
+    if result is None:
+        return outcome
+    return _judge(tool, shown_name, result, outcome, context, tenant)
+
+
+def _send(tool, arguments, context, company_id):
+    """Attempts until an answer, a timeout, or MAX_ATTEMPTS dropped/refused connections (G3)."""
+    server = tool.server
+    outcome = CallOutcome(outcome=ToolCall.Outcome.OK, model_text="")
+    direct = server.transport == McpServer.Transport.STREAMABLE_HTTP and not server.is_legacy and server.discover_result
+    try:
+        target = None if direct else server_target(server)
+        if direct:
+            check_url(server.url)  # again at call time: DNS answers change (M2)
+    except OutboundRefused as exc:
+        return _failed(outcome, ToolCall.Outcome.REFUSED, exc.message, tool), None
+    except Exception as exc:  # an unapproved command, a bad URL: the server cannot be reached
+        return _failed(outcome, ToolCall.Outcome.CONNECT_ERROR, getattr(exc, "message", str(exc)), tool), None
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        request_id = f"req_{uuid.uuid4().hex[:20]}"
+        outcome.attempts, outcome.request_ids = attempt, [*outcome.request_ids, request_id]
+        meta = build_meta(context, request_id, company_id)
+        try:
+            if direct:
+                answer = http.call(
+                    url=server.url, headers=server.headers, name=tool.name, arguments=arguments, meta=meta,
+                    timeout=server.timeout_seconds, pool_key=(server.pk, server.updated_at),
+                )
+                return outcome, answer.result
+            return outcome, mcp.call_tool(target, tool.name, arguments, meta=meta)
+        except mcp.McpError as exc:
+            outcome.http_status, outcome.retry_after = exc.http_status, exc.retry_after
+            if exc.kind not in RETRYABLE or attempt == MAX_ATTEMPTS:
+                return _failed(outcome, KIND_OUTCOME.get(exc.kind, ToolCall.Outcome.PROTOCOL_ERROR), exc.message, tool), None
+            time.sleep(0.05 * 2**attempt * (0.5 + random.random()))
+    raise AssertionError("unreachable")
+
+
+def _failed(outcome, kind, error, tool):
+    outcome.outcome, outcome.error = kind, error
+    if kind == ToolCall.Outcome.TIMEOUT:
+        outcome.model_text = _("The tool %(name)s did not answer in time. Go on without its result and do not invent it.") % {
+            "name": tool.prefixed_name
+        }
+    else:
+        outcome.model_text = _(
+            "The tool %(name)s could not be reached. Do not invent its result; tell the customer it cannot be done right now."
+        ) % {"name": tool.prefixed_name}
+    return outcome
+
+
+def _judge(tool, shown_name, result, outcome, context, tenant) -> CallOutcome:
+    validator = compiled(tool.definition.get("outputSchema"), (tool.pk, tool.definition_hash, "output"))
+    verdict = classify(result, output_validator=validator)
+    outcome.outcome, outcome.violations = verdict.outcome, list(verdict.violations)
+    seen = model_text(result, channel=context.channel, budget=tenant.result_budget, language=tenant.language)
+    outcome.violations += [{"kind": f"leak:{leak.kind}", "detail": f"{leak.label} {leak.where}".strip()} for leak in seen.leaks]
+    outcome.truncated = seen.truncated
+    if verdict.outcome == ToolCall.Outcome.OK:
+        outcome.model_text, outcome.structured = seen.text, seen.structured
+    elif verdict.outcome == ToolCall.Outcome.BUSINESS_ERROR:
+        # Not a transport failure: the model gets the type and the message for the customer (G6).
+        outcome.error_type = verdict.error_type
+        outcome.model_text, _cut = cut(f"{verdict.error_type}: {verdict.user_message}", tenant.result_budget, tenant.language)
+    else:
+        # The bad data stays out of the model's context (G5).
+        outcome.error = "; ".join(v["detail"] for v in verdict.violations)
+        outcome.model_text = _(
+            "The tool %(name)s answered with data that breaks its contract. Do not use it; tell the customer it cannot be done right now."
+        ) % {"name": shown_name}
+    outcome.result_chars = seen.original_chars
+    return outcome
+
+
+def _record(tool, shown_name, arguments, context, outcome, started_at):
+    record = ToolCall.objects.create(
+        tool=tool, tool_name=shown_name, source=context.source, turn_id=context.turn_id,
+        conversation_id=context.conversation_id, channel=context.channel, idempotency_key=context.idempotency_key,
+        request_ids=outcome.request_ids, attempts=outcome.attempts, started_at=started_at,
+        duration_ms=round(outcome.duration_ms, 3), outcome=outcome.outcome, http_status=outcome.http_status,
+        error=outcome.error[:2000], arguments=arguments if isinstance(arguments, dict) else {"_": str(arguments)[:500]},
+        result_chars=outcome.result_chars, model_chars=len(outcome.model_text),
+        truncated=outcome.truncated, violations=outcome.violations,
+    )
+    return record.pk

@@ -1,0 +1,128 @@
+"""`tools/call` over stateless streamable HTTP (2026-07-28) as one POST of our own.
+
+The gateway sends this request itself rather than through an SDK session: each attempt needs
+its own JSON-RPC id and `requestId` (G3), the real HTTP status must survive (401, 429 +
+Retry-After, 503), and a pooled keep-alive client per server keeps the overhead near a bare
+POST (P1). The answer may be JSON or an SSE stream; both are read. TLS is always verified.
+"""
+
+import itertools
+import json
+import threading
+from dataclasses import dataclass
+
+import httpx
+
+from tools.mcp.errors import McpError, parse_retry_after, safe_url
+
+PROTOCOL_VERSION = "2026-07-28"
+CLIENT_META = {
+    "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
+    "io.modelcontextprotocol/clientInfo": {"name": "asixto", "title": "Asixto gateway", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+_ids = itertools.count(1)  # process-wide: no two requests of this process share an id
+_clients: dict[tuple, httpx.Client] = {}
+_clients_lock = threading.Lock()
+_MAX_CLIENTS = 256
+
+
+@dataclass
+class HttpAnswer:
+    result: dict
+    request_id: int
+
+
+def _client(key: tuple, timeout: float) -> httpx.Client:
+    client = _clients.get(key)
+    if client is None:
+        with _clients_lock:
+            if len(_clients) >= _MAX_CLIENTS:
+                for old in _clients.values():
+                    old.close()
+                _clients.clear()
+            client = _clients.setdefault(
+                key, httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)), follow_redirects=False)
+            )
+    return client
+
+
+def build_body(request_id: int, name: str, arguments: dict, meta: dict) -> bytes:
+    params = {"name": name, "arguments": arguments, "_meta": {**meta, **CLIENT_META}}
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params},
+                      ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def call(*, url: str, headers: dict, name: str, arguments: dict, meta: dict, timeout: float, pool_key: tuple) -> HttpAnswer:
+    """One attempt. Raises McpError(kind=connect|dropped|timeout|http|protocol)."""
+    request_id = next(_ids)
+    shown = safe_url(url)
+    body = build_body(request_id, name, arguments, meta)
+    request_headers = {
+        **headers,
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": PROTOCOL_VERSION,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": name,
+    }
+    client = _client(pool_key, timeout)
+    try:
+        with client.stream("POST", url, content=body, headers=request_headers, timeout=timeout) as response:
+            if response.status_code >= 400:
+                response.read()
+                raise _http_error(response, shown)
+            if response.headers.get("content-type", "").startswith("text/event-stream"):
+                message = _from_event_stream(response, request_id)
+            else:
+                message = json.loads(response.read())
+    except httpx.ConnectError as exc:
+        raise McpError("connect", f"The MCP server at {shown} refused the connection.") from exc
+    except (httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+        raise McpError("connect", f"The MCP server at {shown} could not be reached in time.") from exc
+    except httpx.TimeoutException as exc:
+        raise McpError("timeout", f"The MCP server at {shown} did not answer within {timeout:g} s.") from exc
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+        raise McpError("dropped", f"The connection to {shown} dropped before the answer was complete.") from exc
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise McpError("protocol", f"The MCP server at {shown} sent an answer that is not JSON.") from exc
+    return HttpAnswer(result=_result_of(message, request_id, shown), request_id=request_id)
+
+
+def _http_error(response: httpx.Response, url: str) -> McpError:
+    status = response.status_code
+    detail = ""
+    try:
+        error = response.json().get("error", {})
+        detail = f": {str(error.get('message', ''))[:200]}" if isinstance(error, dict) else ""
+    except (ValueError, AttributeError):
+        pass
+    return McpError(
+        "http", f"The MCP server at {url} answered HTTP {status}{detail}.",
+        http_status=status, retry_after=parse_retry_after(response.headers.get("retry-after")),
+    )
+
+
+def _from_event_stream(response: httpx.Response, request_id: int) -> dict:
+    data: list[str] = []
+    for line in response.iter_lines():
+        if line.startswith("data:"):
+            data.append(line[5:].lstrip())
+        elif line == "" and data:
+            message = json.loads("\n".join(data))
+            data = []
+            if isinstance(message, dict) and message.get("id") == request_id and ("result" in message or "error" in message):
+                return message
+    raise httpx.RemoteProtocolError("the event stream ended before the response")
+
+
+def _result_of(message: dict, request_id: int, url: str) -> dict:
+    if not isinstance(message, dict) or message.get("id") != request_id:
+        raise McpError("protocol", f"The MCP server at {url} answered another request.")
+    if "error" in message:
+        error = message["error"] if isinstance(message["error"], dict) else {}
+        raise McpError("protocol", f"The MCP server at {url} answered with error {error.get('code')}: {str(error.get('message', ''))[:200]}")
+    result = message.get("result")
+    if not isinstance(result, dict):
+        raise McpError("protocol", f"The MCP server at {url} sent a response without a result object.")
+    return result
