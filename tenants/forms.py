@@ -3,7 +3,7 @@
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from tenants.models import ApiKey, Tenant
+from tenants.models import CHANNELS, ApiKey, Tenant, default_exposure_policy
 
 
 class TenantSettingsForm(forms.ModelForm):
@@ -22,6 +22,14 @@ class TenantSettingsForm(forms.ModelForm):
         label=_("Scenarios"), required=False, max_length=4000,
         help_text=_("Comma-separated, e.g. soporte, pqr, garantia. Tools declare which ones they serve."),
     )
+    policy_chat = forms.MultipleChoiceField(
+        label=_("Tool levels agents may use in chat"), required=False, widget=forms.CheckboxSelectMultiple,
+        choices=[("read", _("read")), ("write", _("write")), ("destructive", _("destructive"))],
+    )
+    policy_voice = forms.MultipleChoiceField(
+        label=_("Tool levels agents may use in voice calls"), required=False, widget=forms.CheckboxSelectMultiple,
+        choices=[("read", _("read")), ("write", _("write")), ("destructive", _("destructive"))],
+    )
     language = forms.ChoiceField(label=_("Customer language"), choices=[("es", "Español"), ("en", "English"), ("pt", "Português")])
 
     class Meta:
@@ -35,6 +43,9 @@ class TenantSettingsForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.initial["scenarios"] = ", ".join(self.instance.scenarios or [])
+        policy = {**default_exposure_policy(), **(self.instance.exposure_policy or {})}
+        for channel in CHANNELS:
+            self.initial[f"policy_{channel}"] = policy[channel]
 
     def clean_scenarios(self):
         items = [item.strip() for item in self.cleaned_data["scenarios"].split(",") if item.strip()]
@@ -53,6 +64,7 @@ class TenantSettingsForm(forms.ModelForm):
         """The validated values to save, in the shape `tenant_settings_update` takes."""
         data = {name: self.cleaned_data[name] for name in self.Meta.fields}
         data["scenarios"] = self.cleaned_data["scenarios"]
+        data["exposure_policy"] = {channel: self.cleaned_data[f"policy_{channel}"] for channel in CHANNELS}
         for secret in ("model_api_key", "router_api_key"):
             if self.cleaned_data.get(f"clear_{secret}"):
                 data[secret] = ""

@@ -77,3 +77,19 @@ class SampleArgumentsForm(forms.Form):
         if not isinstance(value, dict):
             raise forms.ValidationError(_("Sample arguments must be a JSON object."))
         return value
+
+
+class ConsoleForm(forms.Form):
+    """One test call through the gateway, with the channel a turn would have (A1, G9)."""
+
+    arguments = forms.CharField(label=_("Arguments (JSON object)"), max_length=100000, widget=forms.Textarea(attrs={"rows": 8}))
+    channel = forms.ChoiceField(label=_("Channel"), choices=[("chat", _("chat")), ("voice", _("voice"))])
+
+    def clean_arguments(self):
+        try:
+            value = json.loads(self.cleaned_data["arguments"])
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(_("Not valid JSON: %(error)s") % {"error": exc.msg}) from exc
+        if not isinstance(value, dict):
+            raise forms.ValidationError(_("The arguments must be a JSON object."))
+        return value

@@ -1,6 +1,6 @@
 """Reads of the tools app. Every query runs in the current tenant's schema (T1)."""
 
-from django.db.models import Prefetch
+from django.db.models import Count, Max, Prefetch
 
 from tools.models import CatalogVersion, Finding, McpServer, Tool, ToolCall
 
@@ -38,3 +38,13 @@ def tool_calls(*, tool_id=None, outcome=None, turn_id=None, violations_only=Fals
     if violations_only:
         queryset = queryset.exclude(violations=[])
     return queryset.order_by("-started_at")
+
+
+def violation_counts():
+    """Per tool: calls with contract violations, and the last one."""
+    return (
+        ToolCall.objects.exclude(violations=[])
+        .values("tool_id", "tool_name")
+        .annotate(calls=Count("id"), last=Max("started_at"))
+        .order_by("-calls", "tool_name")
+    )

@@ -2,8 +2,10 @@
 findings and probes, catalog versions and their diffs."""
 
 import json
+import uuid
 
 from django.contrib import messages
+from django.core.paginator import Paginator
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import JsonResponse
@@ -15,8 +17,11 @@ from django.views.decorators.http import require_POST
 from asixto.errors import ApplicationError
 from tenants.access import admin_page, tenant_page
 from tools import mcp, selectors, services
-from tools.forms import SampleArgumentsForm, ServerForm
-from tools.models import McpServer
+from tools.api.serializers import ToolCallFilterSerializer
+from tools.console import arguments_skeleton
+from tools.forms import ConsoleForm, SampleArgumentsForm, ServerForm
+from tools.gateway import CallContext, call_tool
+from tools.models import McpServer, ToolCall
 from tools.tasks import server_sync
 
 
@@ -95,8 +100,23 @@ def catalog_page(request):
 def tool_page(request, pk):
     tool = get_object_or_404(selectors.tools(include_removed=True), pk=pk)
     initial = {"sample_arguments": json.dumps(tool.sample_arguments, ensure_ascii=False, indent=2) if tool.sample_arguments is not None else ""}
-    form = SampleArgumentsForm(request.POST or None, initial=initial)
-    if request.method == "POST":
+    form = SampleArgumentsForm(request.POST if "sample_arguments" in request.POST else None, initial=initial)
+    skeleton = arguments_skeleton(tool.definition.get("inputSchema") or {})
+    console = ConsoleForm(
+        request.POST if "arguments" in request.POST else None,
+        initial={"arguments": json.dumps(skeleton, ensure_ascii=False, indent=2), "channel": "chat"},
+    )
+    outcome = None
+    if request.method == "POST" and "arguments" in request.POST:
+        if not request.user.is_tenant_admin:
+            raise PermissionDenied
+        if console.is_valid():
+            context = CallContext(
+                channel=console.cleaned_data["channel"], idempotency_key=f"console-{uuid.uuid4().hex}",
+                conversation_id="console", source=ToolCall.Source.CONSOLE,
+            )
+            outcome = call_tool(tool_id=tool.pk, arguments=console.cleaned_data["arguments"], context=context)
+    elif request.method == "POST":
         if not request.user.is_tenant_admin:
             raise PermissionDenied
         if form.is_valid():
@@ -111,7 +131,38 @@ def tool_page(request, pk):
                 messages.success(request, _("Sample arguments saved."))
             return redirect("dashboard:tool", pk=tool.pk)
     definition = json.dumps(tool.definition, ensure_ascii=False, indent=2)
-    return render(request, "tools/tool.html", {"nav": "catalog", "tool": tool, "form": form, "definition": definition})
+    violations = selectors.tool_calls(tool_id=tool.pk, violations_only=True)[:20]
+    return render(request, "tools/tool.html", {
+        "nav": "catalog", "tool": tool, "form": form, "definition": definition, "console": console,
+        "outcome": outcome, "violations": violations,
+    })
+
+
+@tenant_page
+def calls_page(request):
+    """Call records (G9) for admins and support staff, newest first, with filters."""
+    filters = ToolCallFilterSerializer(data=request.GET)
+    filters.is_valid()
+    calls = selectors.tool_calls(**filters.validated_data).select_related("tool")
+    paginator = Paginator(calls, 50)
+    page = paginator.get_page(request.GET.get("page"))
+    return render(request, "tools/calls.html", {
+        "nav": "calls", "page": page, "outcomes": ToolCall.Outcome.choices, "tools": selectors.tools(),
+    })
+
+
+@tenant_page
+def call_page(request, pk):
+    call = get_object_or_404(selectors.tool_calls(), pk=pk)
+    arguments = json.dumps(call.arguments, ensure_ascii=False, indent=2)
+    return render(request, "tools/call.html", {"nav": "calls", "call": call, "arguments": arguments})
+
+
+@admin_page
+def violations_page(request):
+    """Contract violations per tool, for admins (G5, G7): which tools break the contract, how often."""
+    rows = selectors.violation_counts()
+    return render(request, "tools/violations.html", {"nav": "violations", "rows": rows})
 
 
 @admin_page
@@ -147,4 +198,7 @@ urlpatterns = [
     path("catalog/versions/<uuid:pk>/", version_page, name="catalog_version"),
     path("tools/<uuid:pk>/", tool_page, name="tool"),
     path("tools/<uuid:pk>/toggle/", tool_toggle, name="tool_toggle"),
+    path("calls/", calls_page, name="calls"),
+    path("calls/<uuid:pk>/", call_page, name="call"),
+    path("violations/", violations_page, name="violations"),
 ]

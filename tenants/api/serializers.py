@@ -4,7 +4,20 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from asixto.api import StrictModelSerializer, StrictSerializer
-from tenants.models import ApiKey, Tenant
+from tenants.models import CHANNELS, LEVELS, ApiKey, Tenant, default_exposure_policy
+
+
+class ExposurePolicyField(serializers.DictField):
+    """channel → tool levels agents may use there (M7), e.g. {"voice": ["read"]}."""
+
+    child = serializers.ListField(child=serializers.ChoiceField(choices=LEVELS), allow_empty=True)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        unknown = sorted(set(value) - set(CHANNELS))
+        if unknown:
+            raise serializers.ValidationError(_("Unknown channel: %(names)s") % {"names": ", ".join(unknown)})
+        return {**default_exposure_policy(), **{channel: sorted(set(levels), key=LEVELS.index) for channel, levels in value.items()}}
 
 
 class TenantSettingsSerializer(StrictModelSerializer):
@@ -18,6 +31,7 @@ class TenantSettingsSerializer(StrictModelSerializer):
     scenarios = serializers.ListField(
         child=serializers.SlugField(max_length=60), max_length=100, required=False, allow_empty=True
     )
+    exposure_policy = ExposurePolicyField(required=False)
 
     class Meta:
         model = Tenant
@@ -25,7 +39,7 @@ class TenantSettingsSerializer(StrictModelSerializer):
             "slug", "name", "agent_instructions", "language",
             "model_base_url", "model_name", "model_api_key", "model_api_key_set",
             "router_base_url", "router_model_name", "router_api_key", "router_api_key_set",
-            "iteration_limit", "result_budget", "turn_budget", "public_sources", "scenarios",
+            "iteration_limit", "result_budget", "turn_budget", "public_sources", "scenarios", "exposure_policy",
         ]
         read_only_fields = ["slug", "name"]
 

@@ -107,3 +107,17 @@ def test_it_speaks_spanish_by_default_and_english_on_request(alpha):
     assert "Iniciar sesión" in client.get("/login/").content.decode()
     client.post("/i18n/setlang/", {"language": "en", "next": "/login/"})
     assert "Sign in" in client.get("/login/").content.decode()
+
+
+def test_it_sets_the_tool_exposure_policy_per_channel(alpha):
+    """M7: the admin narrows voice calls to reading tools; the API shows the same policy."""
+    client = alpha.dashboard("ana")
+    page = client.get("/settings/").content.decode()
+    assert 'name="policy_voice"' in page and 'value="destructive"' in page
+    form = {**SETTINGS_FORM, "policy_chat": ["read", "write", "destructive"], "policy_voice": ["read"]}
+    assert client.post("/settings/", form).status_code == 302
+    policy = alpha.api().get("/api/v1/tenant").json()["exposure_policy"]
+    assert policy == {"chat": ["read", "write", "destructive"], "voice": ["read"]}
+    connection.set_schema_to_public()
+    tenant = Tenant.objects.get(pk=alpha.tenant.pk)
+    assert not tenant.allows_level("voice", "write") and tenant.allows_level("chat", "destructive")

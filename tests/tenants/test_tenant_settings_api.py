@@ -91,3 +91,11 @@ def test_it_answers_in_the_error_body_for_unknown_urls_and_methods(alpha):
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
     wrong_method = alpha.api().delete(URL)
     assert wrong_method.status_code == 405 and wrong_method.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_it_validates_the_exposure_policy(alpha):
+    """M7, A4: channels and levels are checked; a channel left out keeps every level."""
+    assert_refused_and_unchanged(alpha, patch(alpha, {"exposure_policy": {"fax": ["read"]}}), "exposure_policy")
+    assert_refused_and_unchanged(alpha, patch(alpha, {"exposure_policy": {"voice": ["everything"]}}), "exposure_policy")
+    body = patch(alpha, {"exposure_policy": {"voice": ["read", "read"]}}).json()
+    assert body["exposure_policy"] == {"chat": ["read", "write", "destructive"], "voice": ["read"]}
