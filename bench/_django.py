@@ -1,4 +1,4 @@
-"""Start Django for a benchmark on a database of its own (`asixto_bench`, recreated each run)."""
+"""Start Django for a benchmark on a database of its own (`asixto_bench_<script>`, recreated each run)."""
 
 import os
 import sys
@@ -10,7 +10,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def setup(database="asixto_bench"):
+def setup(database=None):
+    # One database per benchmark script, so two benchmarks can run at once.
+    database = database or f"asixto_bench_{Path(sys.argv[0]).stem}"
     base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/asixto")
     admin_url = base.rsplit("/", 1)[0] + "/postgres"
     with psycopg.connect(admin_url, autocommit=True) as conn:

@@ -34,14 +34,20 @@ def changed_fields(old: dict, new: dict) -> list[str]:
     return fields
 
 
+MAX_NAME = 200  # what the catalog stores; C1 flags anything over 64 anyway
+
+
 def split_listing(listing: list) -> tuple[list[dict], list[str]]:
     """Keep the well-formed definitions in server order; describe what had to be left out
-    (not an object, no name, duplicate name) so the admin sees it instead of losing it silently."""
+    (not an object, no name, a name too long to store, duplicate name) so the admin sees it
+    instead of losing it silently."""
     kept, problems, seen = [], [], set()
     for index, item in enumerate(listing):
         name = item.get("name") if isinstance(item, dict) else None
         if not isinstance(name, str) or not name:
             problems.append(f"#{index + 1}: no name")
+        elif len(name) > MAX_NAME:
+            problems.append(f"#{index + 1}: name longer than {MAX_NAME} characters")
         elif name in seen:
             problems.append(f"#{index + 1}: duplicate name {name!r}")
         else:
@@ -50,15 +56,16 @@ def split_listing(listing: list) -> tuple[list[dict], list[str]]:
     return kept, problems
 
 
-def diff_listing(live: dict[str, dict], listing: list[dict]) -> dict:
-    """Compare the stored live definitions (name → definition) with a new listing (M5).
+def diff_listing(live: dict[str, tuple[dict, str]], listing: list[dict]) -> dict:
+    """Compare the stored live tools (name → (definition, its hash)) with a new listing (M5).
     A renamed tool is one removed and one added (C7)."""
     new_names = [definition["name"] for definition in listing]
+    new_set = set(new_names)
     added = [name for name in new_names if name not in live]
-    removed = [name for name in live if name not in set(new_names)]
+    removed = [name for name in live if name not in new_set]
     changed = []
     for definition in listing:
         old = live.get(definition["name"])
-        if old is not None and definition_hash(old) != definition_hash(definition):
-            changed.append({"name": definition["name"], "fields": changed_fields(old, definition)})
+        if old is not None and old[1] != definition_hash(definition):
+            changed.append({"name": definition["name"], "fields": changed_fields(old[0], definition)})
     return {"added": added, "removed": removed, "changed": changed}

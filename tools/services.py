@@ -77,8 +77,8 @@ def validate_server_fields(*, transport, url, command, args):
 
 
 def server_create(*, data: dict) -> McpServer:
-    """Register a server (M1): checks, then the discovery probe (M4). The first catalog sync is
-    queued by the caller once the row is committed."""
+    """Register a server (M1) after the reachability checks. The caller queues the first catalog
+    sync once the row is committed; that sync starts with the discovery probe (M4)."""
     data = dict(data)
     headers = data.pop("auth_headers", None)
     validate_server_fields(
@@ -139,10 +139,18 @@ def catalog_sync(*, server: McpServer) -> CatalogVersion:
     except (mcp.McpError, ApplicationError) as exc:
         sync_mark(server=server, status=McpServer.SyncStatus.ERROR, error=getattr(exc, "message", str(exc)))
         raise
-    with transaction.atomic():
-        version = _store_listing(server, first, second)
-        server.sync_status, server.sync_error, server.synced_at = McpServer.SyncStatus.OK, "", timezone.now()
-        server.save(update_fields=["sync_status", "sync_error", "synced_at", "updated_at"])
+    try:
+        with transaction.atomic():
+            # One sync at a time per server: the lock orders concurrent syncs, so version numbers
+            # and diffs are computed against what the previous sync stored.
+            McpServer.objects.select_for_update().filter(pk=server.pk).first()
+            version = _store_listing(server, first, second)
+            server.sync_status, server.sync_error, server.synced_at = McpServer.SyncStatus.OK, "", timezone.now()
+            server.save(update_fields=["sync_status", "sync_error", "synced_at", "updated_at"])
+    except Exception:
+        log.exception("storing the catalog of %s failed", server.slug)
+        sync_mark(server=server, status=McpServer.SyncStatus.ERROR, error=_("The catalog could not be stored; see the logs."))
+        raise
     return version
 
 
@@ -172,7 +180,7 @@ def _server_findings(server, first, second, problems):
 def _store_listing(server, first, second) -> CatalogVersion:
     listing, problems = split_listing(first)
     live = {tool.name: tool for tool in server.tools.filter(removed_in__isnull=True)}
-    diff = diff_listing({name: tool.definition for name, tool in live.items()}, listing)
+    diff = diff_listing({name: (tool.definition, tool.definition_hash) for name, tool in live.items()}, listing)
     last = server.versions.order_by("-number").values_list("number", flat=True).first() or 0
     server_findings = _server_findings(server, first, second, problems)
     version = CatalogVersion.objects.create(

@@ -20,10 +20,14 @@ def register(world, url, slug="soporte"):
 
 @pytest.fixture
 def scenarios(alpha):
+    # The tenant object lives for the whole session: put its scenarios back afterwards (the
+    # database row is rolled back with the test's transaction, the object is not).
+    before = alpha.tenant.scenarios
     connection.set_schema_to_public()
     alpha.tenant.scenarios = ["soporte", "pqr", "garantia", "ventas"]
     alpha.tenant.save(update_fields=["scenarios"])
-    return alpha.tenant.scenarios
+    yield alpha.tenant.scenarios
+    alpha.tenant.scenarios = before
 
 
 def test_it_syncs_and_certifies_the_example_server(alpha, scenarios):

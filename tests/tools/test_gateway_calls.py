@@ -175,13 +175,17 @@ def test_it_refuses_a_destructive_tool_where_the_policy_allows_only_reading(alph
     delete["outputSchema"] = {"type": "object"}
     delete["inputSchema"] = {"type": "object", "additionalProperties": False, "properties": {}}
     connection.set_schema_to_public()
+    before = alpha.tenant.exposure_policy
     alpha.tenant.exposure_policy = {"voice": ["read"], "chat": ["read", "write", "destructive"]}
     alpha.tenant.save(update_fields=["exposure_policy"])
     peer = FaultyPeer([ok_result("Cita eliminada.", {})])
-    with serve_asgi(peer.app()) as url:
-        certified_tool(alpha, url, delete)
-        refused = call(alpha, "crm__eliminar_cita", {}, channel="voice")
-        allowed = call(alpha, "crm__eliminar_cita", {}, channel="chat")
+    try:
+        with serve_asgi(peer.app()) as url:
+            certified_tool(alpha, url, delete)
+            refused = call(alpha, "crm__eliminar_cita", {}, channel="voice")
+            allowed = call(alpha, "crm__eliminar_cita", {}, channel="chat")
+    finally:
+        alpha.tenant.exposure_policy = before  # the session's tenant object outlives the rollback
     assert refused.outcome == "refused" and len(peer.calls) == 1 and allowed.ok
 
 
