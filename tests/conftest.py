@@ -6,6 +6,7 @@ transaction that is rolled back, so what a test writes disappears while the tena
 from dataclasses import dataclass
 
 import pytest
+import pytest_django.fixtures as pytest_django_fixtures
 from django.db import connection
 from django.test import Client
 from django_tenants.utils import schema_context, tenant_context
@@ -15,6 +16,20 @@ from tenants.models import ApiKey, Tenant
 from tenants.services import api_key_create, tenant_create
 
 PASSWORD = "correct-horse-battery"
+
+
+def _databases_for_test(test, _original=pytest_django_fixtures._get_databases_for_test):
+    # pytest-django creates the test database only for tests that ask for `db`. Tests on
+    # committed data (`committed_world`: a live server thread, a Celery worker) must not run in
+    # a transaction, yet need the test database too — without this, run alone, they would
+    # reach the development database.
+    databases, serialized = _original(test)
+    if not databases and "committed_world" in getattr(test, "fixturenames", ()):
+        return ("default",), False
+    return databases, serialized
+
+
+pytest_django_fixtures._get_databases_for_test = _databases_for_test
 
 
 @dataclass
@@ -61,6 +76,15 @@ def worlds(django_db_setup, django_db_blocker):
         return {"alpha": build_world("alpha"), "beta": build_world("beta")}
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _stop_background_writers(django_db_setup):
+    # Torn down before the test database is dropped: the call-record writer holds a connection.
+    yield
+    from tools.gateway import records
+
+    records.shutdown()
+
+
 @pytest.fixture
 def alpha(worlds, db):
     return worlds["alpha"]
@@ -80,7 +104,7 @@ def _public_schema_each_test():
 
 
 @pytest.fixture
-def committed_world(django_db_blocker):
+def committed_world(django_db_setup, django_db_blocker):
     """A tenant whose data is committed, for code that runs on other connections (a live
     server thread, a Celery worker). Dropped with its schema afterwards."""
     import uuid

@@ -5,3 +5,6 @@ from django.utils.translation import gettext_lazy as _
 class ToolsConfig(AppConfig):
     name = "tools"
     verbose_name = _("Tools")
+
+    def ready(self):
+        from tools import signals  # noqa: F401 - connects the receivers

@@ -208,7 +208,9 @@ class ToolCall(models.Model):
         CONSOLE = "console", _("test console")
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    tool = models.ForeignKey(Tool, null=True, on_delete=models.SET_NULL, related_name="calls")
+    # No database constraint: records are written in batches after the call (gateway.records),
+    # and a tool removed in between must not cost its records.
+    tool = models.ForeignKey(Tool, null=True, on_delete=models.SET_NULL, related_name="calls", db_constraint=False)
     tool_name = models.CharField(max_length=250)  # the prefixed name, kept if the tool goes away
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.TURN)
     turn_id = models.UUIDField(null=True, blank=True, db_index=True)

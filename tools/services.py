@@ -15,6 +15,7 @@ from tenants.models import ApprovedCommand
 from tenants.selectors import current_tenant
 from tools import mcp
 from tools.catalog import definition_hash, diff_listing, prefixed_name, split_listing
+from tools.catalog_cache import catalog_changed
 from tools.models import CatalogVersion, Finding, McpServer, Tool
 from tools.outbound import OutboundRefused, check_url
 from tools.rules import Finding as RuleFinding
@@ -207,6 +208,7 @@ def _store_listing(server, first, second) -> CatalogVersion:
     for name in removed_names:
         live[name].removed_in = version
     Tool.objects.bulk_create(to_create)
+    catalog_changed()  # bulk_create sends no post_save
     _update_tools(
         to_update + [live[name] for name in removed_names],
         ["position", "definition", "definition_hash", "prefixed_name", "level", "changed_in", "removed_in"],
@@ -225,6 +227,7 @@ def _update_tools(tools: list[Tool], field_names: list[str], batch_size: int = 1
     1,000-tool catalog (P2); this costs what the rows cost."""
     if not tools:
         return
+    catalog_changed()
     fields = [Tool._meta.get_field(name) for name in field_names]
     pk = Tool._meta.pk
     quote = connection.ops.quote_name

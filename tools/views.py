@@ -20,7 +20,7 @@ from tools import mcp, selectors, services
 from tools.api.serializers import ToolCallFilterSerializer
 from tools.console import arguments_skeleton
 from tools.forms import ConsoleForm, SampleArgumentsForm, ServerForm
-from tools.gateway import CallContext, call_tool
+from tools.gateway import CallContext, call_tool, flush_records
 from tools.models import McpServer, ToolCall
 from tools.tasks import server_sync
 
@@ -116,6 +116,7 @@ def tool_page(request, pk):
                 conversation_id="console", source=ToolCall.Source.CONSOLE,
             )
             outcome = call_tool(tool_id=tool.pk, arguments=console.cleaned_data["arguments"], context=context)
+            flush_records()
     elif request.method == "POST":
         if not request.user.is_tenant_admin:
             raise PermissionDenied

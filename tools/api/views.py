@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from tools import selectors, services
-from tools.gateway import CallContext, call_tool
+from tools.gateway import CallContext, call_tool, flush_records
 from tools.models import ToolCall
 from tools.api import serializers as s
 from tools.tasks import server_sync
@@ -122,6 +122,7 @@ class ToolInvokeView(APIView):
         arguments = values.pop("arguments")
         values.setdefault("idempotency_key", f"console-{uuid.uuid4().hex}")
         outcome = call_tool(tool_id=tool.pk, arguments=arguments, context=CallContext(source=ToolCall.Source.CONSOLE, **values))
+        flush_records()  # the answer links to the record: make sure it is there
         return Response(s.CallOutcomeSerializer(outcome).data)
 
 

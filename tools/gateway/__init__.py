@@ -4,8 +4,10 @@
     http.py      tools/call as one POST over stateless streamable HTTP, pooled per server
     results.py   classify a result (G4–G6), compiled validators cached per definition
     sanitize.py  the text the model reads (G7, G8, R4)
+    records.py   call records written in batches off the critical path (G9)
 """
 
 from tools.gateway.call import CallContext, CallOutcome, call_tool
+from tools.gateway.records import flush as flush_records
 
-__all__ = ["CallContext", "CallOutcome", "call_tool"]
+__all__ = ["CallContext", "CallOutcome", "call_tool", "flush_records"]

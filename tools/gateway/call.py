@@ -18,7 +18,8 @@ from django.utils.translation import gettext as _
 
 from tenants.selectors import current_tenant
 from tools import mcp
-from tools.gateway import http
+from tools.catalog_cache import cached
+from tools.gateway import http, records
 from tools.gateway.results import classify, compiled, first_error
 from tools.gateway.sanitize import cut, model_text
 from tools.models import McpServer, Tool, ToolCall
@@ -92,8 +93,13 @@ def build_meta(context: CallContext, request_id: str, company_id: str) -> dict:
 
 
 def find_tool(*, name: str | None = None, tool_id=None) -> Tool | None:
-    queryset = Tool.objects.select_related("server").filter(removed_in__isnull=True)
-    return (queryset.filter(pk=tool_id) if tool_id else queryset.filter(prefixed_name=name)).first()
+    """The live tool with its server, through the per-process cache (see catalog_cache)."""
+
+    def load():
+        queryset = Tool.objects.select_related("server").filter(removed_in__isnull=True).order_by()
+        return (queryset.filter(pk=tool_id) if tool_id else queryset.filter(prefixed_name=name)).first()
+
+    return cached(("tool", name, str(tool_id) if tool_id else None), load)
 
 
 def call_tool(*, arguments: dict, context: CallContext, name: str | None = None, tool_id=None) -> CallOutcome:
@@ -211,7 +217,7 @@ def _judge(tool, shown_name, result, outcome, context, tenant) -> CallOutcome:
 
 
 def _record(tool, shown_name, arguments, context, outcome, started_at):
-    record = ToolCall.objects.create(
+    record = ToolCall(
         tool=tool, tool_name=shown_name, source=context.source, turn_id=context.turn_id,
         conversation_id=context.conversation_id, channel=context.channel, idempotency_key=context.idempotency_key,
         request_ids=outcome.request_ids, attempts=outcome.attempts, started_at=started_at,
@@ -220,4 +226,5 @@ def _record(tool, shown_name, arguments, context, outcome, started_at):
         result_chars=outcome.result_chars, model_chars=len(outcome.model_text),
         truncated=outcome.truncated, violations=outcome.violations,
     )
+    records.submit(record)
     return record.pk

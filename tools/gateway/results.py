@@ -27,6 +27,8 @@ def compiled(schema: dict | None, cache_key: tuple):
 
 
 def first_error(validator, instance) -> str | None:
+    if validator.is_valid(instance):  # the common case, and much cheaper than collecting errors
+        return None
     error = best_match(validator.iter_errors(instance))
     if error is None:
         return None

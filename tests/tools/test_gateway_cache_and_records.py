@@ -1,0 +1,31 @@
+"""Outside a transaction (as on a worker), the gateway caches tool lookups and writes call
+records in batches; neither may cost correctness (M7, C, G9)."""
+
+from django.db import connection
+
+from tests.support.faults import FaultyPeer
+from tests.support.mcp_servers import serve_asgi
+from tests.tools.gateway_support import certified_tool, context, ok_result
+from tools.gateway import call_tool, flush_records
+from tools.models import Tool, ToolCall
+from tools.services import tool_set_enabled
+
+
+def test_it_sees_a_disabled_tool_at_once_and_stores_every_record(committed_world, django_db_blocker):
+    """C, G9: a tool disabled between two calls is refused on the next call (the lookup cache is
+    invalidated); after flush, every call has its record with the right outcome."""
+    peer = FaultyPeer([ok_result()])
+    with django_db_blocker.unblock(), serve_asgi(peer.app()) as url:
+        tool = certified_tool(committed_world, url)
+        with committed_world.schema():
+            assert not connection.in_atomic_block
+            first = call_tool(name=tool.prefixed_name, arguments={"consulta": "a"}, context=context())
+            second = call_tool(name=tool.prefixed_name, arguments={"consulta": "b"}, context=context())
+            tool_set_enabled(tool=Tool.objects.get(pk=tool.pk), enabled=False)
+            third = call_tool(name=tool.prefixed_name, arguments={"consulta": "c"}, context=context())
+            flush_records()
+            stored = dict(ToolCall.objects.values_list("id", "outcome"))
+        connection.set_schema_to_public()
+    assert (first.outcome, second.outcome, third.outcome) == ("ok", "ok", "unavailable")
+    assert len(peer.calls) == 2
+    assert stored == {first.record_id: "ok", second.record_id: "ok", third.record_id: "unavailable"}
