@@ -8,6 +8,7 @@ POST (P1). The answer may be JSON or an SSE stream; both are read. TLS is always
 
 import itertools
 import json
+import ssl
 import threading
 from dataclasses import dataclass
 
@@ -77,6 +78,9 @@ def call(*, url: str, headers: dict, name: str, arguments: dict, meta: dict, tim
             else:
                 message = json.loads(response.read())
     except httpx.ConnectError as exc:
+        if isinstance(exc.__context__, ssl.SSLError) or "CERTIFICATE_VERIFY_FAILED" in str(exc):
+            # Not worth a retry, and never worth skipping: there is no switch for this (M2).
+            raise McpError("protocol", f"The TLS certificate of {shown} does not verify.") from exc
         raise McpError("connect", f"The MCP server at {shown} refused the connection.") from exc
     except (httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
         raise McpError("connect", f"The MCP server at {shown} could not be reached in time.") from exc
