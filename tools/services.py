@@ -19,7 +19,13 @@ from tools.catalog_cache import catalog_changed
 from tools.models import CatalogVersion, Finding, McpServer, Tool
 from tools.outbound import OutboundRefused, check_url
 from tools.rules import Finding as RuleFinding
-from tools.rules import certify_definition, check_idempotency, check_probe_result, is_blocking, tool_level
+from tools.rules import (
+    certify_definition,
+    check_idempotency,
+    check_probe_result,
+    is_blocking,
+    tool_level,
+)
 from tools.rules.findings import blocking, warning
 
 log = logging.getLogger(__name__)

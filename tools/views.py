@@ -5,8 +5,8 @@ import json
 import uuid
 
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render

@@ -16,11 +16,17 @@ from django.db import connection
 
 from tenants.models import ApprovedCommand
 from tests.support.catalog_server import build_catalog_server, make_tools
-from tests.support.everything import ENTRY, NODE, TOOL_COUNT, requires_everything, serve_everything
+from tests.support.everything import (
+    ENTRY,
+    NODE,
+    TOOL_COUNT,
+    requires_everything,
+    serve_everything,
+)
 from tests.support.mcp_apps import streamable_app
 from tests.support.mcp_servers import serve_asgi
 from tools import mcp
-from tools.models import CatalogVersion, Finding, McpServer, Tool
+from tools.models import CatalogVersion, Finding, Tool
 from tools.services import STDIO_ENV, catalog_sync, server_create, server_update
 
 SCRIPT = str(Path(__file__).resolve().parents[1] / "support" / "catalog_server.py")
@@ -158,7 +164,7 @@ def test_it_fails_a_first_sync_cleanly_when_the_stdio_server_misbehaves(alpha, t
         server.refresh_from_db()
         assert stored(server) == {"versions": 0, "tools": 0, "findings": 0}
     assert failed.value.kind == kind
-    assert failed.value.message.startswith(f"The MCP server process 'python") and says in failed.value.message
+    assert failed.value.message.startswith("The MCP server process 'python") and says in failed.value.message
     assert server.sync_status == "error" and server.sync_error == failed.value.message[:4000]
     if kind == "process":
         assert "simulated crash on page 2" in server.sync_error  # its last words, from stderr

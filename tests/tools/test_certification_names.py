@@ -5,7 +5,13 @@ import json
 import pytest
 from django.utils import translation
 
-from tools.rules import BLOCKING, WARNING, certify_definition, is_blocking, prefixed_name
+from tools.rules import (
+    BLOCKING,
+    WARNING,
+    certify_definition,
+    is_blocking,
+    prefixed_name,
+)
 from tools.rules.names import check_name
 
 from .seed_definitions import SCENARIOS, abrir_caso_soporte

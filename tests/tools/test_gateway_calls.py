@@ -7,8 +7,8 @@ from django.utils import translation
 from examples.soporte.server import build_app
 from tests.support.faults import FaultyPeer
 from tests.support.mcp_servers import serve_asgi
-from tests.tools.gateway_support import SEARCH, certified_tool, context, ok_result
 from tests.tools.contract_samples import good
+from tests.tools.gateway_support import certified_tool, context, ok_result
 from tools.gateway import call_tool
 from tools.models import Tool, ToolCall
 from tools.services import catalog_sync, server_create

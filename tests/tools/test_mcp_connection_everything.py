@@ -5,7 +5,12 @@ transports it must be detected as legacy and still be listed: 13 tools, `echo` f
 
 import pytest
 
-from tests.support.everything import TOOL_COUNT, everything_argv, requires_everything, serve_everything
+from tests.support.everything import (
+    TOOL_COUNT,
+    everything_argv,
+    requires_everything,
+    serve_everything,
+)
 from tools.mcp import ServerTarget, list_tools, probe
 
 pytestmark = requires_everything

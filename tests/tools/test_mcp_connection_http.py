@@ -6,7 +6,11 @@ import time
 
 import pytest
 
-from examples.soporte.definitions import ABRIR_CASO_SOPORTE, BUSCAR_PRODUCTO, CONSULTAR_CASO
+from examples.soporte.definitions import (
+    ABRIR_CASO_SOPORTE,
+    BUSCAR_PRODUCTO,
+    CONSULTAR_CASO,
+)
 from examples.soporte.server import build_app
 from tests.support.catalog_server import build_catalog_server, make_tools
 from tests.support.mcp_apps import (

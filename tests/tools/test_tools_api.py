@@ -7,9 +7,9 @@ from django.db import connection
 
 from tenants.models import ApprovedCommand
 from tests.isolation import IsolationContract
+from tests.tools.contract_samples import good
 from tools.catalog import definition_hash
 from tools.models import CatalogVersion, McpServer, Tool
-from tests.tools.contract_samples import good
 
 
 def make_server(world, slug="soporte"):

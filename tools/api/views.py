@@ -10,9 +10,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from tools import selectors, services
+from tools.api import serializers as s
 from tools.gateway import CallContext, call_tool, flush_records
 from tools.models import ToolCall
-from tools.api import serializers as s
 from tools.tasks import server_sync
 
 

@@ -14,7 +14,14 @@ is raised as `McpError` with a `.kind`. Each call opens and closes its own conne
 """
 
 from tools.mcp.errors import McpError
-from tools.mcp.operations import call_tool, call_tool_async, list_tools, list_tools_async, probe, probe_async
+from tools.mcp.operations import (
+    call_tool,
+    call_tool_async,
+    list_tools,
+    list_tools_async,
+    probe,
+    probe_async,
+)
 from tools.mcp.target import ProbeResult, ServerTarget
 
 __all__ = [

@@ -37,11 +37,20 @@ from mcp_types import (
     REQUEST_TIMEOUT,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_MODERN_VERSION, MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    LATEST_MODERN_VERSION,
+    MODERN_PROTOCOL_VERSIONS,
+)
 from pydantic import ValidationError
 
 from tools.mcp.errors import McpError, parse_retry_after, redact, safe_url, shorten
-from tools.mcp.http import HttpStatusWatch, is_failure_status, sse_streams, streamable_http_streams
+from tools.mcp.http import (
+    HttpStatusWatch,
+    is_failure_status,
+    sse_streams,
+    streamable_http_streams,
+)
 from tools.mcp.stdio import ChildProcess, stdio_streams
 from tools.mcp.target import ServerTarget
 

@@ -9,7 +9,13 @@ from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from .findings import Finding, blocking, warning
-from .verbs import DESTRUCTIVE_VERBS, WRITE_VERBS, action_verbs, name_words, phrase_words
+from .verbs import (
+    DESTRUCTIVE_VERBS,
+    WRITE_VERBS,
+    action_verbs,
+    name_words,
+    phrase_words,
+)
 
 READ = "read"
 WRITE = "write"
