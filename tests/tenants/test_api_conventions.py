@@ -1,0 +1,29 @@
+"""API conventions (A1, A4): versioned paths, an OpenAPI 3 schema and browsable docs, pagination."""
+
+from tenants.models import ApiKey
+from tenants.services import api_key_create
+
+
+def test_it_publishes_an_openapi_3_schema_of_the_api(alpha):
+    """A1: /api/v1/schema/ is OpenAPI 3 and documents the endpoints under /api/v1/."""
+    response = alpha.api(key="").get("/api/v1/schema/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    schema = response.json()
+    assert schema["openapi"].startswith("3.")
+    for path in ("/api/v1/tenant", "/api/v1/api-keys", "/api/v1/servers", "/api/v1/servers/{id}/sync",
+                 "/api/v1/tools/{id}/invoke", "/api/v1/tool-calls", "/api/v1/operator/tenants"):
+        assert path in schema["paths"], path
+
+
+def test_it_serves_the_docs_without_a_cdn(alpha):
+    """A1: the browsable docs load their assets from this server (the product works offline)."""
+    page = alpha.api(key="").get("/api/v1/docs/").content.decode()
+    assert "swagger-ui" in page.lower() and "cdn.jsdelivr" not in page and "unpkg.com" not in page
+
+
+def test_it_paginates_lists(alpha):
+    """A1: lists are paginated with limit/offset and a total count."""
+    for index in range(3):
+        api_key_create(tenant=alpha.tenant, name=f"k{index}", scope=ApiKey.Scope.CHANNEL)
+    page = alpha.api().get("/api/v1/api-keys?limit=2").json()
+    assert page["count"] == 5 and len(page["results"]) == 2 and page["next"]
