@@ -3,7 +3,8 @@
     python bench/gateway_overhead.py [--calls 500]
 
 The example MCP server (examples/soporte) runs in its own process on loopback. "Bare" is an
-httpx POST of the exact body the gateway sends (same headers, keep-alive client). "Gateway" is
+httpx POST of the exact body the gateway sends (same headers, keep-alive client). The two are
+measured alternately, call by call. "Gateway" is
 `call_tool`: tool lookup, policy, argument validation, `_meta`, the POST, output validation,
 sanitising and the call record in PostgreSQL. Both medians and their ratio are printed."""
 
@@ -35,15 +36,18 @@ def wait_for(port, timeout=15):
     raise SystemExit("the example server did not start")
 
 
-def median_ms(function, calls):
+def medians_ms(first, second, calls):
+    """Both functions, alternating call by call, so both are measured under the same conditions
+    (a background flush, another process's burst) rather than one after the other."""
     for _ in range(20):
-        function()  # warm-up: connections, validators, caches
-    samples = []
+        first(), second()  # warm-up: connections, validators, caches
+    samples = ([], [])
     for _ in range(calls):
-        start = time.perf_counter()
-        function()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples) * 1000
+        for function, bucket in ((first, samples[0]), (second, samples[1])):
+            start = time.perf_counter()
+            function()
+            bucket.append(time.perf_counter() - start)
+    return statistics.median(samples[0]) * 1000, statistics.median(samples[1]) * 1000
 
 
 def main():
@@ -59,7 +63,7 @@ def main():
     from django_tenants.utils import tenant_context
 
     from tenants.services import tenant_create
-    from tools.gateway import CallContext, call_tool
+    from tools.gateway import CallContext, call_tool, flush_records
     from tools.gateway import http as gateway_http
     from tools.gateway.call import build_meta
     from tools.services import catalog_sync, server_create
@@ -76,15 +80,6 @@ def main():
         connection.set_schema_to_public()
         arguments = {"consulta": "router"}
         context = CallContext(channel="chat", idempotency_key="bench", conversation_id="bench")
-        with tenant_context(tenant):
-            catalog_sync(server=server_create(data={"slug": "soporte", "transport": "streamable_http", "url": url}))
-
-            def through_gateway():
-                outcome = call_tool(name="soporte__buscar_producto", arguments=arguments, context=context)
-                assert outcome.ok, outcome
-
-            gateway = median_ms(through_gateway, args.calls)
-
         client = httpx.Client()
         headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
                    "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "buscar_producto"}
@@ -94,7 +89,15 @@ def main():
             response = client.post(url, content=body, headers=headers)
             assert response.status_code == 200
 
-        bare_ms = median_ms(bare, args.calls)
+        with tenant_context(tenant):
+            catalog_sync(server=server_create(data={"slug": "soporte", "transport": "streamable_http", "url": url}))
+
+            def through_gateway():
+                outcome = call_tool(name="soporte__buscar_producto", arguments=arguments, context=context)
+                assert outcome.ok, outcome
+
+            bare_ms, gateway = medians_ms(bare, through_gateway, args.calls)
+            flush_records()
     finally:
         server_process.terminate()
         server_process.wait(5)

@@ -10,6 +10,7 @@ from tests.support.mcp_servers import serve_asgi
 from tests.tools.contract_samples import good
 from tests.tools.gateway_support import certified_tool, context, ok_result
 from tools.gateway import call_tool
+from tools.gateway.sanitize import truncation_mark
 from tools.models import Tool, ToolCall
 from tools.services import catalog_sync, server_create
 
@@ -18,6 +19,7 @@ G1_KEYS = {"idempotencyKey", "conversationId", "requestId", "channel", "companyI
 
 @pytest.fixture(autouse=True)
 def english():
+    # Interface text in English; what the model reads follows the tenant's language (Spanish).
     with translation.override("en"):
         yield
 
@@ -74,7 +76,7 @@ def test_it_never_retries_a_timeout(alpha):
         outcome = call(alpha)
     assert len(peer.calls) == 1
     assert outcome.outcome == "timeout" and outcome.attempts == 1
-    assert "did not answer" in outcome.model_text and "invent" in outcome.model_text
+    assert "no respondió a tiempo" in outcome.model_text and "no lo inventes" in outcome.model_text
 
 
 def test_it_gives_up_after_bounded_refused_connections(alpha):
@@ -93,7 +95,7 @@ def test_it_cuts_a_100_kb_result_to_the_budget_with_a_mark(alpha):
         certified_tool(alpha, url)
         outcome = call(alpha)
     assert outcome.ok and outcome.truncated and len(outcome.model_text) <= 3000
-    assert "incomplete" in outcome.model_text and "invent nothing" in outcome.model_text
+    assert outcome.model_text.endswith(truncation_mark("es")) and "no inventes nada" in outcome.model_text
     with alpha.schema():
         record = ToolCall.objects.get(pk=outcome.record_id)
     assert record.truncated and record.result_chars == 105000 and record.model_chars == len(outcome.model_text)
@@ -165,7 +167,7 @@ def test_it_never_calls_the_server_with_arguments_that_break_the_schema(alpha):
         certified_tool(alpha, url)
         outcome = call(alpha, arguments={"consulta": 42, "extra": True})
     assert peer.calls == [] and outcome.outcome == "invalid_arguments"
-    assert "Correct them" in outcome.model_text
+    assert "Corrígelos" in outcome.model_text and "consulta" in outcome.model_text and "extra" in outcome.model_text
 
 
 def test_it_refuses_a_destructive_tool_where_the_policy_allows_only_reading(alpha):

@@ -20,7 +20,7 @@ from tenants.selectors import current_tenant
 from tools import mcp
 from tools.catalog_cache import cached
 from tools.gateway import http, records
-from tools.gateway.results import classify, compiled, first_error
+from tools.gateway.results import all_errors, classify, compiled
 from tools.gateway.sanitize import cut, model_text
 from tools.models import McpServer, Tool, ToolCall
 from tools.outbound import OutboundRefused, check_url
@@ -133,7 +133,7 @@ def _call(tool, shown_name, arguments, context, tenant) -> CallOutcome:
         arguments_error = _("the arguments must be a JSON object")
     else:
         validator = compiled(tool.definition.get("inputSchema"), (tool.pk, tool.definition_hash, "input"))
-        arguments_error = first_error(validator, arguments) if validator is not None else None
+        arguments_error = all_errors(validator, arguments) if validator is not None else None
     if arguments_error:
         # A correctable error for the model; the server is never called (G2).
         return _refusal(

@@ -26,14 +26,24 @@ def compiled(schema: dict | None, cache_key: tuple):
     return validator
 
 
+def _describe(error) -> str:
+    where = "/".join(str(part) for part in error.absolute_path)
+    return f"{where}: {error.message}" if where else error.message
+
+
 def first_error(validator, instance) -> str | None:
     if validator.is_valid(instance):  # the common case, and much cheaper than collecting errors
         return None
     error = best_match(validator.iter_errors(instance))
-    if error is None:
+    return _describe(error) if error is not None else None
+
+
+def all_errors(validator, instance, limit=3) -> str | None:
+    """Up to `limit` problems, so a model can correct all of them in one go (G2)."""
+    if validator.is_valid(instance):
         return None
-    where = "/".join(str(part) for part in error.absolute_path)
-    return f"{where}: {error.message}" if where else error.message
+    errors = sorted(validator.iter_errors(instance), key=lambda e: (list(e.absolute_path), e.message))
+    return "; ".join(_describe(error) for error in errors[:limit]) or None
 
 
 @dataclass
@@ -67,4 +77,4 @@ def classify(result: dict, *, output_validator) -> Classified:
     return Classified("ok")
 
 
-__all__ = ["ERROR_TYPES", "Classified", "classify", "compiled", "first_error"]
+__all__ = ["ERROR_TYPES", "Classified", "all_errors", "classify", "compiled", "first_error"]
