@@ -34,6 +34,11 @@ def _is_public(address):
 
 def resolve(host, port):
     try:
+        # An address written plainly needs no resolver (this runs on every tool call).
+        return [ipaddress.ip_address(host.strip("[]"))]
+    except ValueError:
+        pass
+    try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
         raise OutboundRefused(_("The host %(host)s does not resolve.") % {"host": host}) from exc

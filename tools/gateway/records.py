@@ -21,17 +21,18 @@ from tools.models import ToolCall
 log = logging.getLogger(__name__)
 BATCH = 500
 LINGER_SECONDS = 0.05
-_queue: "queue.Queue[tuple[str, ToolCall]]" = queue.Queue()
+_queue: "queue.Queue[tuple[str, dict]]" = queue.Queue()
 _thread: threading.Thread | None = None
 _start_lock = threading.Lock()
 
 
-def submit(record: ToolCall):
+def submit(values: dict):
+    """Store one call record; `values` are ToolCall field values by attribute name, `id` included."""
     if connection.in_atomic_block:
-        record.save(force_insert=True)
+        ToolCall(**values).save(force_insert=True)
         return
     _ensure_writer()
-    _queue.put((connection.schema_name, record))
+    _queue.put((connection.schema_name, values))
 
 
 def flush():
@@ -94,7 +95,7 @@ def _run():
 
 
 def _store(batch):
-    by_schema: dict[str, list[ToolCall]] = {}
+    by_schema: dict[str, list[dict]] = {}
     for schema, record in batch:
         by_schema.setdefault(schema, []).append(record)
     for schema, records in by_schema.items():
@@ -120,7 +121,11 @@ def _insert(records):
         f"INSERT INTO {quote(ToolCall._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
         f"VALUES ({', '.join(['%s'] * len(fields))})"
     )
-    rows = [[field.get_db_prep_save(getattr(record, field.attname), connection) for field in fields] for record in records]
+    defaults = {field.attname: field.get_default() for field in fields}
+    rows = [
+        [field.get_db_prep_save(record.get(field.attname, defaults[field.attname]), connection) for field in fields]
+        for record in records
+    ]
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.executemany(sql, rows)
 
