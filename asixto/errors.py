@@ -5,6 +5,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, JsonResponse
 from django.utils.translation import gettext as _
 from rest_framework import exceptions, status
+from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 
@@ -35,7 +36,7 @@ def error_body(code, message, fields=None):
 
 def exception_handler(exc, context):
     if isinstance(exc, ApplicationError):
-        return _response(exc.status_code, error_body(exc.code, exc.message, exc.fields))
+        return Response(error_body(exc.code, exc.message, exc.fields), status=exc.status_code)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
@@ -51,12 +52,6 @@ def exception_handler(exc, context):
         code = getattr(detail, "code", None) or getattr(exc, "default_code", "error")
         response.data = error_body(code, detail)
     return response
-
-
-def _response(status_code, body):
-    from rest_framework.response import Response
-
-    return Response(body, status=status_code)
 
 
 def json_not_found(request, exception=None):

@@ -8,13 +8,14 @@ from django.http import JsonResponse
 from django.utils.translation import gettext as _
 from django_tenants.middleware.main import TenantMainMiddleware
 
+from asixto.errors import error_body
 from tenants.models import ApiKey
 
 API_PREFIX = "/api/"
 
 
 def api_error(status, code, message, **headers):
-    response = JsonResponse({"error": {"code": code, "message": str(message), "fields": {}}}, status=status)
+    response = JsonResponse(error_body(code, message), status=status)
     for name, value in headers.items():
         response[name.replace("_", "-")] = value
     return response

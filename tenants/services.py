@@ -91,9 +91,6 @@ def api_key_revoke(*, key: ApiKey) -> ApiKey:
     return key
 
 
-SECRET_SETTINGS = ("model_api_key", "router_api_key")
-
-
 def tenant_settings_update(*, tenant: Tenant, data: dict) -> Tenant:
     """Apply validated settings (T6). A secret left out keeps its value; an empty string clears it."""
     for field, value in data.items():

@@ -54,14 +54,18 @@ def server_target(server: McpServer) -> "mcp.ServerTarget":
             transport="stdio", argv=tuple(str(arg) for arg in argv), env=dict(STDIO_ENV),
             timeout=server.timeout_seconds, discover=server.discover_result, legacy=server.is_legacy,
         )
-    try:
-        check_url(server.url)
-    except OutboundRefused as exc:
-        raise ApplicationError(exc.message, fields={"url": [exc.message]}) from exc
+    _check_reachable(server.url)
     return mcp.ServerTarget(
         transport=server.transport, url=server.url, headers=server.headers, timeout=server.timeout_seconds,
         discover=server.discover_result, legacy=server.is_legacy,
     )
+
+
+def _check_reachable(url):
+    try:
+        check_url(url)
+    except OutboundRefused as exc:
+        raise ApplicationError(exc.message, fields={"url": [exc.message]}) from exc
 
 
 def validate_server_fields(*, transport, url, command, args):
@@ -77,10 +81,7 @@ def validate_server_fields(*, transport, url, command, args):
         return
     if not url:
         raise ApplicationError(_("Give the server's URL."), fields={"url": [_("Required for HTTP transports.")]})
-    try:
-        check_url(url)
-    except OutboundRefused as exc:
-        raise ApplicationError(exc.message, fields={"url": [exc.message]}) from exc
+    _check_reachable(url)
 
 
 def server_create(*, data: dict) -> McpServer:
@@ -127,6 +128,14 @@ def server_probe(*, server: McpServer) -> McpServer:
 
 
 # ---------------------------------------------------------------- catalog sync
+
+def server_queue_sync(*, server: McpServer):
+    """Mark the server queued and send its sync to a worker once the row is committed (M5)."""
+    from tools.tasks import server_sync  # the tasks module imports this one
+
+    sync_mark(server=server, status=McpServer.SyncStatus.QUEUED)
+    transaction.on_commit(lambda: server_sync.delay(str(server.pk)))
+
 
 def sync_mark(*, server: McpServer, status: str, error: str = ""):
     McpServer.objects.filter(pk=server.pk).update(sync_status=status, sync_error=error[:4000])
@@ -214,7 +223,6 @@ def _store_listing(server, first, second) -> CatalogVersion:
     for name in removed_names:
         live[name].removed_in = version
     Tool.objects.bulk_create(to_create)
-    catalog_changed()  # bulk_create sends no post_save
     _update_tools(
         to_update + [live[name] for name in removed_names],
         ["position", "definition", "definition_hash", "prefixed_name", "level", "changed_in", "removed_in"],
@@ -233,7 +241,6 @@ def _update_tools(tools: list[Tool], field_names: list[str], batch_size: int = 1
     1,000-tool catalog (P2); this costs what the rows cost."""
     if not tools:
         return
-    catalog_changed()
     fields = [Tool._meta.get_field(name) for name in field_names]
     pk = Tool._meta.pk
     quote = connection.ops.quote_name
@@ -304,6 +311,8 @@ def certify_tools(*, server: McpServer, tools: list[Tool], probe_findings: dict 
     Finding.objects.filter(tool__in=stale_probes, source=Finding.Source.PROBE).delete()
     Finding.objects.bulk_create(rows, batch_size=1000)
     _update_tools(tools, ["certification", "certified_hash", "certified_at"])
+    # One bump for the whole sync or probe: bulk writes send no post_save signals.
+    catalog_changed()
 
 
 def tool_probe(*, tool: Tool) -> list[RuleFinding]:

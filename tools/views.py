@@ -21,13 +21,7 @@ from tools.api.serializers import ToolCallFilterSerializer
 from tools.console import arguments_skeleton
 from tools.forms import ConsoleForm, SampleArgumentsForm, ServerForm
 from tools.gateway import CallContext, call_tool, flush_records
-from tools.models import McpServer, ToolCall
-from tools.tasks import server_sync
-
-
-def _queue_sync(server):
-    services.sync_mark(server=server, status=McpServer.SyncStatus.QUEUED)
-    transaction.on_commit(lambda: server_sync.delay(str(server.pk)))
+from tools.models import ToolCall
 
 
 def _apply_service_errors(form, exc: ApplicationError):
@@ -55,7 +49,7 @@ def server_edit(request, pk=None):
                     server = services.server_update(server=server, data=form.service_data())
                 else:
                     server = services.server_create(data=form.service_data())
-                _queue_sync(server)
+                services.server_queue_sync(server=server)
         except ApplicationError as exc:
             _apply_service_errors(form, exc)
         else:
@@ -67,7 +61,7 @@ def server_edit(request, pk=None):
 @admin_page
 @require_POST
 def server_sync_now(request, pk):
-    _queue_sync(get_object_or_404(selectors.servers(), pk=pk))
+    services.server_queue_sync(server=get_object_or_404(selectors.servers(), pk=pk))
     return redirect("dashboard:servers")
 
 

@@ -2,7 +2,6 @@
 
 import uuid
 
-from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
@@ -13,12 +12,6 @@ from tools import selectors, services
 from tools.api import serializers as s
 from tools.gateway import CallContext, call_tool, flush_records
 from tools.models import ToolCall
-from tools.tasks import server_sync
-
-
-def queue_sync(server):
-    services.sync_mark(server=server, status=server.SyncStatus.QUEUED)
-    transaction.on_commit(lambda: server_sync.delay(str(server.pk)))
 
 
 class ServerListCreateView(generics.ListAPIView):
@@ -32,7 +25,7 @@ class ServerListCreateView(generics.ListAPIView):
         data = s.ServerSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         server = services.server_create(data=data.validated_data)
-        queue_sync(server)
+        services.server_queue_sync(server=server)
         return Response(s.ServerSerializer(server).data, status=status.HTTP_201_CREATED)
 
 
@@ -58,7 +51,7 @@ class ServerSyncView(APIView):
     @extend_schema(request=None, responses={202: s.ServerSerializer})
     def post(self, request, pk):
         server = get_object_or_404(selectors.servers(), pk=pk)
-        queue_sync(server)
+        services.server_queue_sync(server=server)
         return Response(s.ServerSerializer(server).data, status=status.HTTP_202_ACCEPTED)
 
 

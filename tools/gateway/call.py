@@ -168,7 +168,7 @@ def _send(tool, arguments, context, company_id):
             if direct:
                 answer = http.call(
                     url=server.url, headers=server.headers, name=tool.name, arguments=arguments, meta=meta,
-                    timeout=server.timeout_seconds, pool_key=(server.pk, server.updated_at),
+                    timeout=server.timeout_seconds,
                 )
                 return outcome, answer.result
             return outcome, mcp.call_tool(target, tool.name, arguments, meta=meta)

@@ -9,7 +9,6 @@ POST (P1). The answer may be JSON or an SSE stream; both are read. TLS is always
 import itertools
 import json
 import ssl
-import threading
 from dataclasses import dataclass
 
 import httpx
@@ -23,9 +22,11 @@ CLIENT_META = {
     "io.modelcontextprotocol/clientCapabilities": {},
 }
 _ids = itertools.count(1)  # process-wide: no two requests of this process share an id
-_clients: dict[tuple, httpx.Client] = {}
-_clients_lock = threading.Lock()
-_MAX_CLIENTS = 256
+# One keep-alive client for every server: it pools connections per host by itself, and the
+# headers and timeout of each server travel with each request.
+_client = httpx.Client(
+    follow_redirects=False, limits=httpx.Limits(max_connections=500, max_keepalive_connections=100)
+)
 
 
 @dataclass
@@ -34,27 +35,13 @@ class HttpAnswer:
     request_id: int
 
 
-def _client(key: tuple, timeout: float) -> httpx.Client:
-    client = _clients.get(key)
-    if client is None:
-        with _clients_lock:
-            if len(_clients) >= _MAX_CLIENTS:
-                for old in _clients.values():
-                    old.close()
-                _clients.clear()
-            client = _clients.setdefault(
-                key, httpx.Client(timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)), follow_redirects=False)
-            )
-    return client
-
-
 def build_body(request_id: int, name: str, arguments: dict, meta: dict) -> bytes:
     params = {"name": name, "arguments": arguments, "_meta": {**meta, **CLIENT_META}}
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params},
                       ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def call(*, url: str, headers: dict, name: str, arguments: dict, meta: dict, timeout: float, pool_key: tuple) -> HttpAnswer:
+def call(*, url: str, headers: dict, name: str, arguments: dict, meta: dict, timeout: float) -> HttpAnswer:
     """One attempt. Raises McpError(kind=connect|dropped|timeout|http|protocol)."""
     request_id = next(_ids)
     shown = safe_url(url)
@@ -67,11 +54,12 @@ def call(*, url: str, headers: dict, name: str, arguments: dict, meta: dict, tim
         "Mcp-Method": "tools/call",
         "Mcp-Name": name,
     }
-    client = _client(pool_key, timeout)
     try:
         # A stateless server closes an event stream once it has sent the response, so reading
         # the whole body is no slower than streaming it, and cheaper per call.
-        response = client.post(url, content=body, headers=request_headers, timeout=timeout)
+        response = _client.post(
+            url, content=body, headers=request_headers, timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0))
+        )
         if response.status_code >= 400:
             raise _http_error(response, shown)
         if response.headers.get("content-type", "").startswith("text/event-stream"):
