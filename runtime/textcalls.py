@@ -1,10 +1,11 @@
 """Tool calls that models write as text (R5): parsed into calls, and every trace removed.
 
 Models served without native tool calling, or that slip out of it, write their calls in the text:
-Hermes/Qwen `<tool_call>{json}</tool_call>`, Qwen3-coder `<function=NAME><parameter=K>V</parameter>`,
-GLM `NAME<arg_key>K</arg_key><arg_value>V</arg_value>`, Llama `<|python_tag|>{json}` and pythonic
-`[name(a=1)]`, Mistral `[TOOL_CALLS]`, DeepSeek `<｜tool▁call▁begin｜>`, gpt-oss `to=functions.NAME`,
-fenced ```json blocks, or a bare JSON object. `parse_text_calls` finds them (executable only when
+Hermes/Qwen `<tool_call>{json}</tool_call>`, Qwen3-coder `<function=NAME><parameter=K>V</parameter>`
+(and the `<invoke name=…>` variant of MiniMax), GLM `NAME<arg_key>K</arg_key><arg_value>V</arg_value>`,
+Llama `<|python_tag|>{json}` and pythonic `[name(a=1)]`, Mistral `[TOOL_CALLS]`, DeepSeek
+`<｜tool▁call▁begin｜>`, Kimi `<|tool_call_begin|>`, gpt-oss `to=functions.NAME`, fenced ```json
+blocks, or a bare JSON object. `parse_text_calls` finds them (executable only when
 they name a tool the model was offered) and returns the text without them, without thinking, special
 tokens, orphan tags and SQL; `clean_reply` is only that cleaning, for what reaches the customer.
 
@@ -73,19 +74,25 @@ def clean_reply(text: str) -> str:
 
 _DS_CALLS_BEGIN, _DS_CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
 _DS_CALL_BEGIN, _DS_CALL_END, _DS_SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"
-_HARMONY = "to=functions."
+_HARMONY, _KIMI = "to=functions.", "<|tool_call_begin|>"
+_NAME_SEPARATORS = {_HARMONY: "<|message|>", _KIMI: "<|tool_call_argument_begin|>"}  # NAME…<sep>{json}
 
 # Opener -> closers. Without a closer a fragment ends at the next same opener or at the end.
 _CLOSERS = {
     "<tool_call>": ("</tool_call>",),
     "<tool_calls>": ("</tool_calls>",),
     "<function_call>": ("</function_call>",),
+    "<function_calls>": ("</function_calls>",),
+    "<TOOLCALL>": ("</TOOLCALL>",),
+    "<minimax:tool_call>": ("</minimax:tool_call>",),
+    "<seed:tool_call>": ("</seed:tool_call>",),
     "<|tool_call|>": ("<|/tool_call|>",),
     "<function=": ("</function>",),
     "<|python_tag|>": ("<|eom_id|>", "<|eot_id|>"),
     _DS_CALLS_BEGIN: (_DS_CALLS_END,),
     _DS_CALL_BEGIN: (_DS_CALL_END,),
     _HARMONY: ("<|call|>",),
+    _KIMI: ("<|tool_call_end|>",),
     "<tool_response>": ("</tool_response>",),  # results a model made up: dropped, not executed
     "[TOOL_RESULTS]": ("[/TOOL_RESULTS]",),
     "```": ("```",),
@@ -99,6 +106,7 @@ _THINKING = (
     ("<think>", "</think>", True),
     ("<thinking>", "</thinking>", True),
     ("[THINK]", "[/THINK]", True),
+    ("<seed:think>", "</seed:think>", True),
     ("<|channel|>analysis<|message|>", "<|end|>", False),  # gpt-oss reasoning channel
 )
 
@@ -108,8 +116,8 @@ _DEBRIS = re.compile(
     r"|<\|channel\|>(?:analysis|commentary|final)?"
     r"|<\|[\w./ -]{0,64}\|>"
     r"|<｜[^｜<>\n]{0,64}｜>"
-    r"|(?i:</?(?:tool_calls?|tool_response|tools|function_calls?|think|thinking|arg_key|arg_value)\s{0,8}>)"
-    r"|(?i:</?(?:function|parameter)(?:=[^<>\n]{0,200})?\s{0,8}>)"
+    r"|(?i:</?(?:tool_calls?|tool_response|tools|function_calls?|think|thinking|arg_key|arg_value|toolcall|invoke|seed:think|seed:tool_call|minimax:tool_call)\s{0,8}>)"
+    r"|(?i:</?(?:function|parameter|invoke)(?:=[^<>\n]{0,200}| name=\"[^\"<>\n]{0,200}\")?\s{0,8}>)"
     r"|\[/?(?:TOOL_CALLS|ARGS|CALL_ID|TOOL_RESULTS|AVAILABLE_TOOLS|INST|THINK)\]"
     r"|</?s>|<(?:eos|bos|end_of_turn)>|<start_of_turn>(?:model|user)?"
 )
@@ -132,7 +140,8 @@ _CALL_LANGS = ("tool_code", "tool_call", "tool_calls", "function_call", "tool")
 _SQL_LANGS = ("sql", "mysql", "postgresql", "postgres", "psql", "plpgsql", "sqlite")
 _INTEGER = re.compile(r"[+-]?\d{1,40}")
 _NUMBER = re.compile(r"-?\d{1,40}(?:\.\d{1,40})?(?:[eE][+-]?\d{1,3})?")
-_CALL_JSON = re.compile(r"""\{\s{0,20}["'](?:name|function|arguments|parameters|type)["']\s{0,20}:""")
+_INVOKE = re.compile(r'<invoke name="([^"<>\n]{1,128})">|</invoke>|<parameter name="([^"<>\n]{1,128})">')
+_CALL_JSON = re.compile(r"""\{\s{0,20}["'](?:name|tool_name|function|arguments|parameters|type)["']\s{0,20}:""")
 _DECODER = json.JSONDecoder()
 _BAD = object()  # arguments that could not be read
 
@@ -204,6 +213,8 @@ class _Reader:
             return  # an empty pair of tags is debris, not a call
         if stripped[0] in "{[":
             self.json_sequence(stripped, raw)
+        elif "<invoke " in stripped:  # MiniMax-M2 and Claude style, read as Qwen3-coder's
+            self.functions(_INVOKE.sub(_as_function_tag, stripped), raw)
         elif "<function=" in stripped:
             self.functions(stripped, raw)
         elif "<arg_key>" in stripped:
@@ -303,10 +314,11 @@ class _Reader:
             else:  # V3.1: NAME<sep>{…}
                 self.call(left, _unfenced(right.strip()), piece)
 
-    def harmony(self, body, raw):
-        """gpt-oss: `to=functions.NAME <|constrain|>json<|message|>{…}<|call|>`."""
+    def named(self, body, separator, raw):
+        """gpt-oss `to=functions.NAME <|constrain|>json<|message|>{…}<|call|>`, Kimi
+        `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}<|tool_call_end|>`."""
         name = _NAME.match(body)
-        _, sep, arguments = body.partition("<|message|>")
+        _, sep, arguments = body.partition(separator)
         if name is None or not sep:
             self.reject(raw)
         else:
@@ -386,8 +398,8 @@ def _scan(text, reader, *, fences=True):
             reader.functions(raw, raw)
         elif opener in (_DS_CALLS_BEGIN, _DS_CALL_BEGIN):
             reader.deepseek(body, raw)
-        elif opener == _HARMONY:
-            reader.harmony(body, raw)
+        elif opener in _NAME_SEPARATORS:
+            reader.named(body, _NAME_SEPARATORS[opener], raw)
         elif opener not in _DROPPED:
             reader.body(body, raw)
         spans.append((start, end))
@@ -478,10 +490,25 @@ def _arguments(value):
         return None
 
 
+def _as_function_tag(match):
+    if match[1]:
+        return f"<function={match[1]}>"
+    return f"<parameter={match[2]}>" if match[2] else "</function>"
+
+
+def _unwrapped(item):
+    """The call inside OpenAI's `{"type": "function", "function": {…}}`; `tool_name` (Command R)
+    read as `name`."""
+    if isinstance(item, dict) and isinstance(item.get("function"), dict):
+        item = item["function"]
+    if isinstance(item, dict) and "name" not in item and "tool_name" in item:
+        item = {("name" if key == "tool_name" else key): value for key, value in item.items()}
+    return item
+
+
 def _call_shape(item):
     """(name, arguments) of a decoded call object, loosely; (None, None) when it has no name."""
-    if isinstance(item, dict) and isinstance(item.get("function"), dict):
-        item = item["function"]  # {"type": "function", "function": {...}}
+    item = _unwrapped(item)
     if not isinstance(item, dict) or not isinstance(item.get("name"), str):
         return None, None
     for key in ("arguments", "parameters"):
@@ -490,7 +517,7 @@ def _call_shape(item):
     return item["name"], None
 
 
-_CALL_KEYS = frozenset({"name", "arguments", "parameters", "id", "type", "function"})
+_CALL_KEYS = frozenset({"name", "tool_name", "arguments", "parameters", "id", "type", "function"})
 
 
 def _all_call_objects(value):
@@ -498,8 +525,8 @@ def _all_call_objects(value):
     outside call tags must look like to count as a call."""
     items = value if isinstance(value, list) else [value]
     for item in items:
-        if isinstance(item, dict) and set(item) <= _CALL_KEYS and isinstance(item.get("function"), dict):
-            item = item["function"]
+        if isinstance(item, dict) and set(item) <= _CALL_KEYS:
+            item = _unwrapped(item)
         if not (
             isinstance(item, dict)
             and set(item) <= _CALL_KEYS

@@ -177,6 +177,43 @@ FORMATS = [
         [("tienda__listar_productos", {})],
         "",
     ),
+    # Kimi K2.
+    (
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.crm__buscar_cliente:0<|tool_call_argument_begin|>"
+        '{"nombre": "Ana"}<|tool_call_end|><|tool_calls_section_end|>',
+        [("crm__buscar_cliente", {"nombre": "Ana"})],
+        "",
+    ),
+    # MiniMax-M2 and Claude-style invoke blocks, typed like Qwen3-coder's.
+    (
+        '<minimax:tool_call>\n<invoke name="tienda__crear_pedido">\n<parameter name="sku">A-1</parameter>\n'
+        '<parameter name="cantidad">2</parameter>\n</invoke>\n</minimax:tool_call>',
+        [("tienda__crear_pedido", {"sku": "A-1", "cantidad": 2})],
+        "",
+    ),
+    (
+        '<function_calls><invoke name="tienda__listar_productos"><parameter name="categoria">x</parameter></invoke></function_calls>',
+        [("tienda__listar_productos", {"categoria": "x"})],
+        "",
+    ),
+    # Seed-OSS, Llama-Nemotron, MiniMax-M1 (several objects, one per line), Command R's tool_name.
+    (
+        "<seed:think>hmm</seed:think><seed:tool_call><function=tienda__listar_productos>"
+        "<parameter=categoria>x</parameter></function></seed:tool_call>",
+        [("tienda__listar_productos", {"categoria": "x"})],
+        "",
+    ),
+    ('<TOOLCALL>[{"name": "tienda__listar_productos", "arguments": {}}]</TOOLCALL>', [("tienda__listar_productos", {})], ""),
+    (
+        '<tool_calls>\n{"name": "crm__buscar_cliente", "arguments": {}}\n{"name": "tienda__listar_productos", "arguments": {}}\n</tool_calls>',
+        [("crm__buscar_cliente", {}), ("tienda__listar_productos", {})],
+        "",
+    ),
+    (
+        'Action: ```json\n[{"tool_name": "tienda__listar_productos", "parameters": {"categoria": "x"}}]\n```',
+        [("tienda__listar_productos", {"categoria": "x"})],
+        "Action:",
+    ),
     # Fenced blocks holding a call.
     (
         'Claro.\n```json\n{"name": "crm__buscar_cliente", "arguments": {"nombre": "Ana"}}\n```\nTe aviso.',
@@ -563,6 +600,8 @@ NASTY = [
     "SELECT * FROM t",
     "<parameter=<parameter=x>>",
     "to=functions.",
+    '<invoke name="x"><parameter name="a">1',
+    "<|tool_call_begin|>functions.x:0<|tool_call_argument_begin|>",
     "\n\n",
 ]
 PROSE_BITS = ["", "Hola.", "Precio: $10 😊", "- item\n- item", "{", "[", "<", "|", ">", "```"]
