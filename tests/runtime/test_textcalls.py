@@ -550,6 +550,11 @@ PROSE = [
     "Our CREATE TABLE workshop is on Friday; bring your own wood.",
     "Resultado: [1, 2, 3] y {x: 1}.",
     "Te recomiendo: (a) el plan anual, (b) el mensual.",
+    "| Producto | Precio |\n|---|---|\n| Botas <40 | $49,99 |\n| Zapatillas | USD 30 |",
+    "*Oferta* _hoy_ ~antes $50~ ahora $40 👉 wa.me/5215512345678 #promo",
+    "Escríbenos a soporte@tienda.com o llama al +52 (55) 1234-5678.",
+    "We update prices daily; insert into your calendar the date of the sale.",
+    "[Nota(importante=sí)] Hola {nombre}, tu código es {'code': 'X1'}.",
     "ok",
 ]
 
