@@ -23,6 +23,12 @@ time and the approvals read from the database when a private address shows up â€
 only. Async code (the SDK runs in an event loop) passes a policy built beforehand in sync code
 with `tenants.outbound.outbound_policy(tenant=...)`; given none, it gets the operator setting
 alone, without approvals.
+
+For a model client or webhooks: check the saved URL early for a clear message
+(`tenants.outbound.check_url(url, tenant=tenant)` raises OutboundRefused), then send through
+`outbound_client(headers=..., timeout=...)` inside the tenant's schema (or with
+`policy=outbound_policy(tenant=tenant)`); a refusal at connect time is an `httpx.ConnectError`
+whose `refusal_of(...)` is not None â€” nothing was sent, and retrying will not help.
 """
 
 from __future__ import annotations
@@ -200,14 +206,9 @@ class _AsyncCheckedTransport(httpx2.AsyncHTTPTransport):
 
 @cache
 def default_tls_context() -> ssl.SSLContext:
-    """Certificates and host names checked, CAs from certifi (or SSL_CERT_FILE / SSL_CERT_DIR).
-    Built once per process: loading the CA bundle costs ~20 ms; a context is thread-safe."""
-    return httpx.create_ssl_context(verify=True)
-
-
-@cache
-def default_async_tls_context() -> ssl.SSLContext:
-    """The httpx2 stack's verified context: the system's CAs (or SSL_CERT_FILE / SSL_CERT_DIR)."""
+    """One verified context for both stacks, so a certificate verifies on every path or on none:
+    the system's CAs (operators add an internal CA there, or point SSL_CERT_FILE / SSL_CERT_DIR
+    at a bundle). Built once per process: loading CAs costs ~20 ms; a context is thread-safe."""
     return httpx2.create_ssl_context(verify=True)
 
 
@@ -247,7 +248,7 @@ def outbound_async_client(
 ) -> httpx2.AsyncClient:
     """An httpx2 (the MCP SDK's fork of httpx) async client under the same rules."""
     limits = limits or httpx2.Limits()
-    context = _verifying(verify or default_async_tls_context())
+    context = _verifying(verify or default_tls_context())
     return httpx2.AsyncClient(
         transport=_AsyncCheckedTransport(policy=policy, verify=context, limits=limits),
         headers=dict(headers or {}), timeout=timeout, cookies=no_cookies(), follow_redirects=False,
