@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import idna
 from django.conf import settings
 from django.utils.translation import gettext as _
 
@@ -44,7 +45,6 @@ _NOT_GLOBAL = tuple(map(ipaddress.ip_network, (
 )))
 _GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
-_SIXTOFOUR = ipaddress.ip_network("2002::/16")
 # What a host-name approval may cover: private networks, not the platform's own loopback nor link-local.
 _PRIVATE_NETWORKS = tuple(map(ipaddress.ip_network, (
     "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7",
@@ -94,7 +94,13 @@ def is_public(address: Address) -> bool:
 
 
 def normalise_host(host: str) -> str:
-    return host.strip().strip("[]").lower().rstrip(".")
+    host = host.strip().strip("[]").lower().rstrip(".")
+    if not host.isascii():
+        try:
+            host = idna.encode(host, uts46=True).decode("ascii")  # as httpx sends it
+        except idna.IDNAError:
+            pass
+    return host
 
 
 def normalise_approved_host(text: str) -> str:

@@ -26,7 +26,8 @@ _ids = itertools.count(1)  # process-wide: no two requests of this process share
 # One keep-alive client for every server: it pools connections per host by itself, and the
 # headers and timeout of each server travel with each request. Every new connection is checked
 # against the current tenant's outbound rules and pinned to the checked address (M2); it keeps
-# no cookies, since the next request may be another tenant's.
+# no cookies, since the next request may be another tenant's. A pooled connection is reused by
+# host name only after the caller's per-call check (call.py) passed for this tenant.
 _client = outbound_client(limits=httpx.Limits(max_connections=500, max_keepalive_connections=100))
 
 
