@@ -67,11 +67,12 @@ def closed_port() -> int:
 
 
 class DnsDouble:
-    """`socket.getaddrinfo` for a few test names: each name answers its addresses in turn (the
-    last one forever after); every other name goes to the real resolver."""
+    """`socket.getaddrinfo` for a few test names: each name gives its answers in turn (the last
+    one forever after); an answer is one address or a list of them. Other names go to the real
+    resolver."""
 
-    def __init__(self, monkeypatch, answers: dict[str, list[str]]):
-        self.answers = {name.lower(): list(addresses) for name, addresses in answers.items()}
+    def __init__(self, monkeypatch, answers: dict[str, list]):
+        self.answers = {name.lower(): list(queue) for name, queue in answers.items()}
         self.asked: list[str] = []
         self._real = socket.getaddrinfo
         self._lock = threading.Lock()
@@ -84,11 +85,13 @@ class DnsDouble:
         with self._lock:
             self.asked.append(name)
             queue = self.answers[name]
-            address = queue.pop(0) if len(queue) > 1 else queue[0]
+            answer = queue.pop(0) if len(queue) > 1 else queue[0]
         port = int(port or 0)
-        if ":" in address:
-            return [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", (address, port, 0, 0))]
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))]
+        return [
+            (socket.AF_INET6, socket.SOCK_STREAM, 6, "", (address, port, 0, 0)) if ":" in address
+            else (socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))
+            for address in ([answer] if isinstance(answer, str) else answer)
+        ]
 
 
 class TestPki:
