@@ -1,5 +1,5 @@
 """Django admin for platform operators (public schema): tenants, domains, approved stdio
-commands, operator API keys."""
+commands, approved private hosts, operator API keys."""
 
 from django import forms
 from django.contrib import admin, messages
@@ -9,7 +9,7 @@ from django_tenants.admin import TenantAdminMixin
 
 from asixto.errors import ApplicationError
 from tenants import services
-from tenants.models import ApiKey, ApprovedCommand, Domain, Tenant
+from tenants.models import ApiKey, ApprovedCommand, ApprovedPrivateHost, Domain, Tenant
 
 
 class PublicOnlyAdmin(admin.ModelAdmin):
@@ -79,6 +79,21 @@ class TenantAdmin(TenantAdminMixin, PublicOnlyAdmin):
 @admin.register(ApprovedCommand)
 class ApprovedCommandAdmin(PublicOnlyAdmin):
     list_display = ["slug", "executable", "enabled"]
+
+
+@admin.register(ApprovedPrivateHost)
+class ApprovedPrivateHostAdmin(PublicOnlyAdmin):
+    """Private hosts tenants may reach with the global guard on (M2); who approved each is kept."""
+
+    list_display = ["host", "tenant", "allow_http", "note", "approved_by", "approved_at"]
+    list_filter = ["allow_http"]
+    search_fields = ["host", "note", "tenant__slug"]
+    readonly_fields = ["approved_by", "approved_at"]
+    fields = ["host", "tenant", "allow_http", "note", "approved_by", "approved_at"]
+
+    def save_model(self, request, obj, form, change):
+        obj.approved_by = request.user.get_username()
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(ApiKey)

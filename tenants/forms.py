@@ -4,6 +4,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from tenants.models import CHANNELS, ApiKey, Tenant, default_exposure_policy
+from tenants.outbound import endpoint_problem
 
 
 class TenantSettingsForm(forms.ModelForm):
@@ -54,6 +55,12 @@ class TenantSettingsForm(forms.ModelForm):
             field.clean(item)
         return items
 
+    def clean_model_base_url(self):
+        return _reachable_endpoint(self.cleaned_data["model_base_url"], self.instance)
+
+    def clean_router_base_url(self):
+        return _reachable_endpoint(self.cleaned_data["router_base_url"], self.instance)
+
     def clean(self):
         cleaned = super().clean()
         if cleaned.get("turn_budget") and cleaned.get("result_budget") and cleaned["turn_budget"] < cleaned["result_budget"]:
@@ -71,6 +78,14 @@ class TenantSettingsForm(forms.ModelForm):
             elif self.cleaned_data.get(secret):
                 data[secret] = self.cleaned_data[secret]
         return data
+
+
+def _reachable_endpoint(url, tenant):
+    """Model endpoints follow the MCP servers' outbound rules (M2), approvals of `tenant` included."""
+    problem = endpoint_problem(url, tenant=tenant)
+    if problem:
+        raise forms.ValidationError(problem)
+    return url
 
 
 class ApiKeyForm(forms.Form):

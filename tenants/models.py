@@ -1,9 +1,11 @@
-"""Public-schema models: tenants and their domains, API keys, operator-approved stdio commands."""
+"""Public-schema models: tenants and their domains, API keys, operator-approved stdio commands
+and private hosts."""
 
 import hashlib
 import secrets
 import uuid
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.utils import timezone
@@ -11,6 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from django_tenants.models import DomainMixin, TenantMixin
 
 from tenants.crypto import EncryptedTextField
+from tenants.outbound import normalise_approved_host
 
 SLUG_PATTERN = r"^[a-z][a-z0-9-]{1,38}[a-z0-9]$"
 RESERVED_SLUGS = {"public", "www", "admin", "api", "static", "pg-catalog", "information-schema"}
@@ -147,3 +150,43 @@ class ApprovedCommand(models.Model):
 
     def __str__(self):
         return self.slug
+
+
+class ApprovedPrivateHost(models.Model):
+    """A private host or network an operator approved as an outbound target (M2): a tenant's
+    self-hosted model or MCP server on a private network, reachable without turning
+    ASIXTO_ALLOW_PRIVATE_HOSTS on for everything. For one tenant, or (no tenant) for all."""
+
+    host = models.CharField(
+        _("host or network"), max_length=253,
+        help_text=_("A host name (models.acme.internal), an address (10.0.5.20) or a network (10.0.5.0/24). "
+                    "A host name covers its private addresses only; loopback and link-local need the address itself."),
+    )
+    tenant = models.ForeignKey(
+        Tenant, verbose_name=_("tenant"), null=True, blank=True, on_delete=models.CASCADE, related_name="approved_private_hosts",
+        help_text=_("Empty: every tenant may use it (a service the platform itself runs)."),
+    )
+    allow_http = models.BooleanField(
+        _("plain http allowed"), default=False,
+        help_text=_("For servers on a private network without a publicly trusted certificate. Secrets then travel unencrypted."),
+    )
+    note = models.CharField(_("note"), max_length=300, blank=True)
+    approved_by = models.CharField(_("approved by"), max_length=150, blank=True, editable=False)
+    approved_at = models.DateTimeField(_("approved at"), default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["host"]
+        verbose_name = _("approved private host")
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "host"], name="approvedprivatehost_once", nulls_distinct=False),
+        ]
+
+    def __str__(self):
+        return f"{self.host} ({self.tenant or _('every tenant')})"
+
+    def clean_fields(self, exclude=None):
+        super().clean_fields(exclude=exclude)
+        try:
+            self.host = normalise_approved_host(self.host)
+        except ValueError as exc:
+            raise ValidationError({"host": [str(exc)]}) from exc

@@ -12,6 +12,7 @@ from django.utils.translation import gettext as _
 
 from asixto.errors import ApplicationError
 from tenants.models import ApprovedCommand
+from tenants.outbound import outbound_policy
 from tenants.selectors import current_tenant
 from tools import mcp
 from tools.catalog import definition_hash, diff_listing, prefixed_name, split_listing
@@ -57,7 +58,7 @@ def server_target(server: McpServer) -> "mcp.ServerTarget":
     _check_reachable(server.url)
     return mcp.ServerTarget(
         transport=server.transport, url=server.url, headers=server.headers, timeout=server.timeout_seconds,
-        discover=server.discover_result, legacy=server.is_legacy,
+        discover=server.discover_result, legacy=server.is_legacy, outbound=outbound_policy(),
     )
 
 

@@ -5,6 +5,7 @@ from rest_framework import serializers
 
 from asixto.api import StrictModelSerializer, StrictSerializer
 from tenants.models import CHANNELS, LEVELS, ApiKey, Tenant, default_exposure_policy
+from tenants.outbound import endpoint_problem
 
 
 class ExposurePolicyField(serializers.DictField):
@@ -49,12 +50,26 @@ class TenantSettingsSerializer(StrictModelSerializer):
     def get_router_api_key_set(self, tenant) -> bool:
         return bool(tenant.router_api_key)
 
+    def validate_model_base_url(self, value):
+        return _reachable_endpoint(value, self.instance)
+
+    def validate_router_base_url(self, value):
+        return _reachable_endpoint(value, self.instance)
+
     def validate(self, attrs):
         result_budget = attrs.get("result_budget", getattr(self.instance, "result_budget", 3000))
         turn_budget = attrs.get("turn_budget", getattr(self.instance, "turn_budget", 12000))
         if turn_budget < result_budget:
             raise serializers.ValidationError({"turn_budget": [_("Must be at least the per-result budget.")]})
         return attrs
+
+
+def _reachable_endpoint(url, tenant):
+    """Model endpoints follow the MCP servers' outbound rules (M2), approvals of `tenant` included."""
+    problem = endpoint_problem(url, tenant=tenant)
+    if problem:
+        raise serializers.ValidationError(problem)
+    return url
 
 
 class ApiKeySerializer(serializers.ModelSerializer):

@@ -7,7 +7,7 @@ from tenants.models import Tenant
 SETTINGS_FORM = {
     "agent_instructions": "Atiende a clientes de Alpha.",
     "language": "es",
-    "model_base_url": "https://models.example.com/v1",
+    "model_base_url": "https://93.184.216.34/v1",  # resolvable without DNS: endpoints are checked (M2)
     "model_name": "qwen3-8b",
     "router_base_url": "",
     "router_model_name": "",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from tenants.outbound_http import outbound_client
 from tools.mcp.errors import McpError, parse_retry_after, safe_url
 
 PROTOCOL_VERSION = "2026-07-28"
@@ -23,10 +24,11 @@ CLIENT_META = {
 }
 _ids = itertools.count(1)  # process-wide: no two requests of this process share an id
 # One keep-alive client for every server: it pools connections per host by itself, and the
-# headers and timeout of each server travel with each request.
-_client = httpx.Client(
-    follow_redirects=False, limits=httpx.Limits(max_connections=500, max_keepalive_connections=100)
-)
+# headers and timeout of each server travel with each request. Every new connection is checked
+# against the current tenant's outbound rules and pinned to the checked address (M2); it keeps
+# no cookies, since the next request may be another tenant's. A pooled connection is reused by
+# host name only after the caller's per-call check (call.py) passed for this tenant.
+_client = outbound_client(limits=httpx.Limits(max_connections=500, max_keepalive_connections=100))
 
 
 @dataclass

@@ -23,6 +23,7 @@ import httpx2
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
+from tenants.outbound_http import outbound_async_client
 from tools.mcp.errors import parse_retry_after
 from tools.mcp.target import ServerTarget
 
@@ -81,12 +82,14 @@ def verified_tls_context() -> ssl.SSLContext:
 def build_http_client(
     target: ServerTarget, watch: HttpStatusWatch, *, read_timeout: float | None = None
 ) -> httpx2.AsyncClient:
-    """An httpx client for one operation: auth headers, verified TLS, the status hook."""
-    return httpx2.AsyncClient(
-        headers=dict(target.headers),
+    """An httpx client for one operation: auth headers, verified TLS, the status hook, and the
+    outbound rules (M2) at every connection — the target's policy, built in sync code with the
+    tenant's approvals —, pinned to the checked address, with no cookies."""
+    return outbound_async_client(
+        policy=target.outbound,
+        headers=target.headers,
         timeout=httpx2.Timeout(target.timeout, read=read_timeout if read_timeout is not None else target.timeout),
         verify=verified_tls_context(),
-        follow_redirects=False,
         event_hooks={"response": [watch.on_response]},
     )
 

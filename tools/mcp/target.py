@@ -37,6 +37,9 @@ class ServerTarget:
     discover: dict[str, Any] | None = None
     legacy: bool = False
     operation_timeout: float | None = None
+    # Where HTTP connections may go (M2): a `tenants.outbound.OutboundPolicy` built in sync code
+    # (approvals need the database); None: the operator setting alone, without approvals.
+    outbound: Any = None
 
     def __post_init__(self) -> None:
         # Rows hand over None for "no headers" and lists for argv; normalise once, here.

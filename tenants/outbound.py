@@ -1,0 +1,291 @@
+"""Outbound safety (M2): where the platform may connect on a tenant's behalf.
+
+A host is resolved and every address it resolves to is judged. Only global unicast is public:
+loopback, private, link-local (which holds the cloud metadata address), carrier-grade NAT,
+multicast, reserved and documentation ranges are not, nor are the IPv6 forms that lead to an
+IPv4 address the platform must not reach (IPv4-mapped, NAT64 and 6to4 are judged by the IPv4
+address inside; IPv4-compatible, Teredo and site-local are refused outright). Resolving through
+the system resolver also catches odd spellings (`2130706433`, `0x7f000001`, `127.1`).
+
+A non-public address is refused unless the operator turned ASIXTO_ALLOW_PRIVATE_HOSTS on
+(development and tests) or approved that host or network (`ApprovedPrivateHost`, for one tenant
+or for all). Plain http is refused unless that setting is on, or every address is private and
+approved with plain http allowed: self-hosted models on a private network rarely have
+certificates a public CA signed.
+
+Refusals read the same whatever the reason (a private address, a name that does not resolve),
+name no address and no port, and happen before any connection, so error texts cannot map a
+private network. This module judges; `tenants.outbound_http` connects to what it judged.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import socket
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import idna
+from django.conf import settings
+from django.utils.translation import gettext as _
+
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+# Addresses some clouds serve metadata on; never reachable through a host-name approval.
+METADATA_ADDRESSES = frozenset(map(ipaddress.ip_address, ("169.254.169.254", "fd00:ec2::254", "100.100.100.200")))
+# Ranges `is_global` misses on some Python versions.
+_NOT_GLOBAL = tuple(map(ipaddress.ip_network, (
+    "192.0.0.0/24",  # IETF protocol assignments
+    "192.88.99.0/24",  # 6to4 relay anycast (deprecated)
+    "2001::/23",  # IETF protocol assignments, Teredo among them
+    "2001:db8::/32", "3fff::/20",  # documentation
+)))
+_GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# What a host-name approval may cover: private networks, not the platform's own loopback nor link-local.
+_PRIVATE_NETWORKS = tuple(map(ipaddress.ip_network, (
+    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7",
+)))
+# An approval broader than this would be the global switch in disguise.
+MIN_PREFIX = {4: 8, 6: 8}
+_HOST_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$")
+
+
+class OutboundRefused(Exception):
+    def __init__(self, message):
+        super().__init__(message)
+        self.message = message
+
+
+def refused_host(host: str) -> OutboundRefused:
+    """The one refusal for a host that is not public (or does not resolve): it says neither."""
+    return OutboundRefused(
+        _("The platform does not connect to %(host)s: it does not resolve to a public address. "
+          "A private host needs the platform operator's approval.") % {"host": host}
+    )
+
+
+def refused_http() -> OutboundRefused:
+    return OutboundRefused(_("Use https: plain http is only allowed to private hosts the platform operator approved for it."))
+
+
+def reached(address: Address) -> Address:
+    """The address a packet really goes to: the IPv4 inside an IPv4-mapped, NAT64 or 6to4 address."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return address.ipv4_mapped
+        if address in _NAT64:
+            return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if address.sixtofour is not None:
+            return address.sixtofour
+    return address
+
+
+def is_public(address: Address) -> bool:
+    target = reached(address)
+    if target in METADATA_ADDRESSES or target.is_multicast or not target.is_global:
+        return False
+    if any(target in network for network in _NOT_GLOBAL):
+        return False
+    return target.version == 4 or target in _GLOBAL_UNICAST
+
+
+def normalise_host(host: str) -> str:
+    host = host.strip().strip("[]").lower().rstrip(".")
+    if not host.isascii():
+        try:
+            host = idna.encode(host, uts46=True).decode("ascii")  # as httpx sends it
+        except idna.IDNAError:
+            pass
+    return host
+
+
+def normalise_approved_host(text: str) -> str:
+    """An approval's host as stored: a host name, an address or a network; ValueError if none."""
+    text = normalise_host(text or "")
+    not_a_host = _("Give one host name, address or network, such as models.internal, 10.0.5.20 or 10.0.5.0/24.")
+    if "://" in text or text.count("/") > 1:
+        raise ValueError(not_a_host)
+    if "/" in text:
+        try:
+            network = ipaddress.ip_network(text, strict=False)
+        except ValueError:
+            raise ValueError(_("Not a valid network, such as 10.0.5.0/24.")) from None
+        if network.prefixlen < MIN_PREFIX[network.version]:
+            raise ValueError(
+                _("Too broad: approve one host or a network of /%(prefix)d or narrower.") % {"prefix": MIN_PREFIX[network.version]}
+            )
+        return str(network)
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        pass
+    if not _HOST_NAME.fullmatch(text) or re.fullmatch(r"[0-9.]+", text):
+        raise ValueError(not_a_host)
+    return text
+
+
+@dataclass(frozen=True)
+class Approval:
+    """One approved private host name or network, as the check needs it (plain data)."""
+
+    host: str = ""
+    network: Network | None = None
+    allow_http: bool = False
+
+    @classmethod
+    def of(cls, host: str, *, allow_http: bool = False) -> Approval:
+        host = normalise_approved_host(host)
+        try:
+            return cls(network=ipaddress.ip_network(host), allow_http=allow_http)
+        except ValueError:
+            return cls(host=host, allow_http=allow_http)
+
+    def covers(self, host: str, address: Address) -> bool:
+        if self.network is not None:
+            return address in self.network or reached(address) in self.network
+        # A name is trusted for its private addresses only: its owner controls its DNS, and
+        # loopback or metadata addresses would reach the platform itself.
+        target = reached(address)
+        return (
+            self.host == normalise_host(host)
+            and target not in METADATA_ADDRESSES
+            and any(target in network for network in _PRIVATE_NETWORKS)
+        )
+
+
+@dataclass(frozen=True)
+class OutboundPolicy:
+    """Where connections may go: the operator setting and the approvals that apply. Plain data,
+    so async code can use it; build it with `outbound_policy()` in sync code."""
+
+    allow_private: bool = False
+    approvals: tuple[Approval, ...] = ()
+
+    def vet(self, *, scheme: str, host: str, addresses: Sequence[Address]) -> None:
+        """Raise OutboundRefused unless `scheme://host` resolving to `addresses` may be reached."""
+        if self.allow_private:
+            if not addresses:
+                raise OutboundRefused(_("The host %(host)s does not resolve.") % {"host": host})
+            return
+        if not addresses:
+            raise refused_host(host)
+        private = [address for address in addresses if not is_public(address)]
+        for address in private:
+            if not any(approval.covers(host, address) for approval in self.approvals):
+                raise refused_host(host)
+        if scheme != "https":
+            # Plain http only where nothing is public and every address was approved for it.
+            if len(private) != len(addresses) or not all(
+                any(approval.allow_http and approval.covers(host, address) for approval in self.approvals)
+                for address in addresses
+            ):
+                raise refused_http()
+
+
+def outbound_policy(*, tenant=None) -> OutboundPolicy:
+    """The rules for `tenant` (default: the tenant whose schema is active) as they are now:
+    the operator setting and the approvals for that tenant or for every tenant. Reads the
+    database, so call it from sync code."""
+    from django.db import connection
+    from django.db.models import Q
+
+    from tenants.models import ApprovedPrivateHost
+
+    schema = tenant.schema_name if tenant is not None else connection.schema_name
+    applies = Q(tenant__isnull=True)
+    if schema and schema != "public":
+        applies |= Q(tenant__schema_name=schema)
+    rows = ApprovedPrivateHost.objects.filter(applies).values_list("host", "allow_http")
+    return OutboundPolicy(
+        allow_private=settings.ASIXTO_ALLOW_PRIVATE_HOSTS,
+        approvals=tuple(Approval.of(host, allow_http=allow_http) for host, allow_http in rows),
+    )
+
+
+def vet(*, scheme: str, host: str, addresses: Sequence[Address], policy: OutboundPolicy | None = None, tenant=None) -> None:
+    """`policy.vet`, or with no policy the live rules: the setting now, and the approvals read
+    only when they matter (a non-public address or plain http), so a public host costs no query."""
+    if policy is None:
+        allow = settings.ASIXTO_ALLOW_PRIVATE_HOSTS
+        if allow or (scheme == "https" and addresses and all(map(is_public, addresses))):
+            policy = OutboundPolicy(allow_private=allow)
+        else:
+            policy = outbound_policy(tenant=tenant)
+    policy.vet(scheme=scheme, host=host, addresses=addresses)
+
+
+def literal_address(host: str) -> Address | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+
+
+def resolve(host: str, port: int) -> list[Address]:
+    """Every address `host` resolves to, in the resolver's order; [] if it does not resolve."""
+    literal = literal_address(host)
+    if literal is not None:
+        return [literal]  # an address written plainly needs no resolver (this runs on every tool call)
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError, ValueError):
+        return []
+    return addresses_of(infos)
+
+
+def addresses_of(infos: Iterable[tuple]) -> list[Address]:
+    addresses: dict[Address, None] = {}
+    for info in infos:
+        try:
+            addresses[ipaddress.ip_address(info[4][0])] = None
+        except ValueError:
+            continue
+    return list(addresses)
+
+
+def check_url(url, *, policy: OutboundPolicy | None = None, tenant=None, allow_private: bool | None = None):
+    """Return the addresses `url` resolves to, or raise OutboundRefused with a clear reason.
+
+    With no `policy`, the live rules for `tenant` (default: the active schema's tenant);
+    `allow_private` forces the operator setting either way, with no approvals."""
+    if policy is None and allow_private is not None:
+        policy = OutboundPolicy(allow_private=allow_private)
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:
+        raise OutboundRefused(_("Not a valid URL.")) from exc
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise OutboundRefused(_("Use an https:// URL."))
+    if parts.username or parts.password:
+        raise OutboundRefused(_("Put credentials in the auth headers, not in the URL."))
+    addresses = resolve(parts.hostname, port)
+    vet(scheme=parts.scheme, host=parts.hostname, addresses=addresses, policy=policy, tenant=tenant)
+    return addresses
+
+
+def endpoint_problem(url: str, *, tenant=None) -> str | None:
+    """Why `url` cannot be saved as one of `tenant`'s endpoints (a model, a webhook), or None.
+    For serializers and forms: the same rules as MCP servers, that tenant's approvals included."""
+    if not url:
+        return None
+    try:
+        check_url(url, tenant=tenant)
+    except OutboundRefused as exc:
+        return exc.message
+    return None
+
+
+def refusal_of(error: BaseException | None) -> OutboundRefused | None:
+    """The OutboundRefused behind `error` (an HTTP client's ConnectError wraps it), if any."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, OutboundRefused):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None

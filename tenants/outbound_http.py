@@ -1,0 +1,256 @@
+"""HTTP clients for every outbound request (M2): they connect only where `tenants.outbound` allows.
+
+    outbound_client(*, policy=None, headers=None, timeout=10.0, limits=None, verify=None,
+                    event_hooks=None) -> httpx.Client            (our own requests: the gateway,
+                                                                  the model client, webhooks)
+    outbound_async_client(...same...) -> httpx2.AsyncClient       (the MCP SDK's transports)
+
+Each new connection resolves the host, judges every address (`tenants.outbound.vet`) and then
+connects to one of those addresses — never resolving again — so a name that answers a public
+address to an earlier check and 127.0.0.1 now (DNS rebinding) gets nowhere. It is done in the
+network backend under httpcore's connection pool: the URL keeps the host name, so TLS sends it
+as SNI and verifies the certificate against it, and the pool keys connections by name (a
+connection made for one name is never reused for another on the same address). A refusal
+raises the stack's ConnectError before any socket opens; `tenants.outbound.refusal_of(error)`
+finds the OutboundRefused inside it.
+
+The clients keep no cookies (a client may be shared by every tenant), never follow redirects,
+ignore proxy and netrc environment variables (a proxy would resolve names itself), and only
+take TLS contexts that verify certificates and host names: there is no switch to skip that.
+
+`policy=None` means the live rules of the current tenant: the operator setting read at connect
+time and the approvals read from the database when a private address shows up — sync code
+only. Async code (the SDK runs in an event loop) passes a policy built beforehand in sync code
+with `tenants.outbound.outbound_policy(tenant=...)`; given none, it gets the operator setting
+alone, without approvals.
+
+For a model client or webhooks: check the saved URL early for a clear message
+(`tenants.outbound.check_url(url, tenant=tenant)` raises OutboundRefused), then send through
+`outbound_client(headers=..., timeout=...)` inside the tenant's schema (or with
+`policy=outbound_policy(tenant=tenant)`); a refusal at connect time is an `httpx.ConnectError`
+whose `refusal_of(...)` is not None — nothing was sent, and retrying will not help.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from collections.abc import Mapping
+from contextvars import ContextVar
+from functools import cache
+from http.cookiejar import CookieJar, DefaultCookiePolicy
+from typing import Any
+
+import anyio
+import httpcore
+import httpcore2
+import httpx
+import httpx2
+from django.conf import settings
+
+from tenants.outbound import OutboundPolicy, OutboundRefused, addresses_of, literal_address, resolve, vet
+
+DEFAULT_TIMEOUT = 10.0
+
+# The scheme and policy of the request being sent, for the network backend below, which is
+# only told a host and a port. Set around each request; a connection is made inside it.
+_sending: ContextVar[tuple[str, OutboundPolicy | None] | None] = ContextVar("outbound_sending", default=None)
+
+
+class RefusedConnection(httpcore.ConnectError, OutboundRefused):
+    """A connection the outbound rules refused (httpx stack); httpx re-raises it as ConnectError."""
+
+    def __init__(self, message):
+        OutboundRefused.__init__(self, message)
+
+
+class AsyncRefusedConnection(httpcore2.ConnectError, OutboundRefused):
+    """The same, for the httpx2 stack the MCP SDK uses."""
+
+    def __init__(self, message):
+        OutboundRefused.__init__(self, message)
+
+
+class _NoCookies(DefaultCookiePolicy):
+    def set_ok(self, cookie, request):
+        return False
+
+    def return_ok(self, cookie, request):
+        return False
+
+    def domain_return_ok(self, domain, request):
+        return False
+
+
+def no_cookies() -> CookieJar:
+    """A cookie jar that keeps nothing and sends nothing."""
+    return CookieJar(policy=_NoCookies())
+
+
+def _judge(host: str, addresses, *, live_ok: bool) -> None:
+    scheme, policy = _sending.get() or ("https", None)
+    if policy is None and not live_ok:
+        policy = OutboundPolicy(allow_private=settings.ASIXTO_ALLOW_PRIVATE_HOSTS)
+    vet(scheme=scheme, host=host, addresses=addresses, policy=policy)
+
+
+class _CheckedBackend(httpcore.NetworkBackend):
+    """Resolve, judge, then connect to a judged address (sync)."""
+
+    def __init__(self):
+        self._inner = httpcore.SyncBackend()
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        addresses = resolve(host, port)
+        try:
+            _judge(host, addresses, live_ok=True)
+        except OutboundRefused as exc:
+            raise RefusedConnection(exc.message) from None
+        failure = None
+        for address in addresses:
+            try:
+                return self._inner.connect_tcp(
+                    str(address), port, timeout=timeout, local_address=local_address, socket_options=socket_options
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                failure = exc  # like socket.create_connection: try the next address
+        raise failure
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        raise RefusedConnection("Unix sockets are not outbound targets.")
+
+    def sleep(self, seconds):
+        self._inner.sleep(seconds)
+
+
+class _AsyncCheckedBackend(httpcore2.AsyncNetworkBackend):
+    """Resolve, judge, then connect to a judged address (async, httpx2)."""
+
+    def __init__(self):
+        self._inner = httpcore2.AnyIOBackend()
+
+    async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        try:
+            with anyio.fail_after(timeout):
+                addresses = await _resolve_async(host, port)
+        except TimeoutError:
+            raise httpcore2.ConnectTimeout(f"resolving {host} timed out") from None
+        try:
+            _judge(host, addresses, live_ok=False)
+        except OutboundRefused as exc:
+            raise AsyncRefusedConnection(exc.message) from None
+        failure = None
+        for address in addresses:
+            try:
+                return await self._inner.connect_tcp(
+                    str(address), port, timeout=timeout, local_address=local_address, socket_options=socket_options
+                )
+            except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
+                failure = exc
+        raise failure
+
+    async def connect_unix_socket(self, path, timeout=None, socket_options=None):
+        raise AsyncRefusedConnection("Unix sockets are not outbound targets.")
+
+    async def sleep(self, seconds):
+        await self._inner.sleep(seconds)
+
+
+async def _resolve_async(host: str, port: int):
+    literal = literal_address(host)
+    if literal is not None:
+        return [literal]
+    try:
+        # In a worker thread, as asyncio does it; the same system resolver as the sync path.
+        infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError, ValueError):
+        return []
+    return addresses_of(infos)
+
+
+class _CheckedTransport(httpx.HTTPTransport):
+    def __init__(self, *, policy: OutboundPolicy | None, verify: ssl.SSLContext, limits: httpx.Limits):
+        super().__init__(verify=verify, limits=limits, trust_env=False)
+        self._policy = policy
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=verify, max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections, keepalive_expiry=limits.keepalive_expiry,
+            network_backend=_CheckedBackend(),
+        )
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        token = _sending.set((request.url.scheme, self._policy))
+        try:
+            return super().handle_request(request)
+        finally:
+            _sending.reset(token)
+
+
+class _AsyncCheckedTransport(httpx2.AsyncHTTPTransport):
+    def __init__(self, *, policy: OutboundPolicy | None, verify: ssl.SSLContext, limits: httpx2.Limits):
+        super().__init__(verify=verify, limits=limits, trust_env=False)
+        self._policy = policy
+        self._pool = httpcore2.AsyncConnectionPool(
+            ssl_context=verify, max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections, keepalive_expiry=limits.keepalive_expiry,
+            network_backend=_AsyncCheckedBackend(),
+        )
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        token = _sending.set((request.url.scheme, self._policy))
+        try:
+            return await super().handle_async_request(request)
+        finally:
+            _sending.reset(token)
+
+
+@cache
+def default_tls_context() -> ssl.SSLContext:
+    """One verified context for both stacks, so a certificate verifies on every path or on none:
+    the system's CAs (operators add an internal CA there, or point SSL_CERT_FILE / SSL_CERT_DIR
+    at a bundle). Built once per process: loading CAs costs ~20 ms; a context is thread-safe."""
+    return httpx2.create_ssl_context(verify=True)
+
+
+def _verifying(context: ssl.SSLContext) -> ssl.SSLContext:
+    if context.verify_mode != ssl.CERT_REQUIRED or not context.check_hostname:
+        raise ValueError("outbound TLS must verify certificates and host names (SPEC M2)")
+    return context
+
+
+def outbound_client(
+    *,
+    policy: OutboundPolicy | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
+    limits: httpx.Limits | None = None,
+    verify: ssl.SSLContext | None = None,
+    event_hooks: Mapping[str, list[Any]] | None = None,
+) -> httpx.Client:
+    """A sync httpx client whose every connection passes the outbound rules (see the module)."""
+    limits = limits or httpx.Limits()
+    context = _verifying(verify or default_tls_context())
+    return httpx.Client(
+        transport=_CheckedTransport(policy=policy, verify=context, limits=limits),
+        headers=dict(headers or {}), timeout=timeout, cookies=no_cookies(), follow_redirects=False,
+        trust_env=False, event_hooks=dict(event_hooks or {}),
+    )
+
+
+def outbound_async_client(
+    *,
+    policy: OutboundPolicy | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: httpx2.Timeout | float = DEFAULT_TIMEOUT,
+    limits: httpx2.Limits | None = None,
+    verify: ssl.SSLContext | None = None,
+    event_hooks: Mapping[str, list[Any]] | None = None,
+) -> httpx2.AsyncClient:
+    """An httpx2 (the MCP SDK's fork of httpx) async client under the same rules."""
+    limits = limits or httpx2.Limits()
+    context = _verifying(verify or default_tls_context())
+    return httpx2.AsyncClient(
+        transport=_AsyncCheckedTransport(policy=policy, verify=context, limits=limits),
+        headers=dict(headers or {}), timeout=timeout, cookies=no_cookies(), follow_redirects=False,
+        trust_env=False, event_hooks=dict(event_hooks or {}),
+    )
