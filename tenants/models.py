@@ -1,6 +1,7 @@
 """Public-schema models: tenants and their domains, API keys, operator-approved stdio commands."""
 
 import hashlib
+import re
 import secrets
 import uuid
 
@@ -79,6 +80,10 @@ class Domain(DomainMixin):
     pass
 
 
+# asx_<12 hex>_<token_urlsafe(32)>; the secret part is 43 characters today, allowed some room.
+KEY_FORMAT = re.compile(r"asx_([0-9a-f]{12})_([A-Za-z0-9_-]{20,100})")
+
+
 class ApiKey(models.Model):
     """A credential for the REST API (T2, T3). Only a SHA-256 of the key is stored: keys are
     256-bit random strings, so a fast hash is enough and keeps lookups cheap on every request."""
@@ -126,10 +131,10 @@ class ApiKey(models.Model):
 
     @staticmethod
     def parse_prefix(plaintext: str) -> str | None:
-        parts = plaintext.split("_")
-        if len(parts) < 3 or parts[0] != "asx" or len(parts[1]) != 12:
-            return None
-        return parts[1]
+        """The prefix of a well-formed key, else None. Anything else a client sends (NUL bytes,
+        surrogates, megabytes) never reaches a query or the hash (A4)."""
+        match = KEY_FORMAT.fullmatch(plaintext)
+        return match.group(1) if match else None
 
 
 class ApprovedCommand(models.Model):

@@ -1,9 +1,9 @@
 """Dashboard forms for MCP servers and tools."""
 
-import json
-
 from django import forms
 from django.utils.translation import gettext_lazy as _
+
+from asixto.json_input import JsonInputError, load_json
 
 from tenants.models import ApprovedCommand
 from tools.models import McpServer
@@ -61,6 +61,14 @@ class ServerForm(forms.ModelForm):
         return data
 
 
+def _json_object(text):
+    """Parse JSON typed into the dashboard, held to what can be processed and stored (A4)."""
+    try:
+        return load_json(text)
+    except JsonInputError as exc:
+        raise forms.ValidationError(str(exc)) from exc
+
+
 class SampleArgumentsForm(forms.Form):
     sample_arguments = forms.CharField(
         label=_("Sample arguments (JSON object)"), required=False, max_length=20000, widget=forms.Textarea(attrs={"rows": 6})
@@ -70,10 +78,7 @@ class SampleArgumentsForm(forms.Form):
         text = self.cleaned_data["sample_arguments"].strip()
         if not text:
             return None
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(_("Not valid JSON: %(error)s") % {"error": exc.msg}) from exc
+        value = _json_object(text)
         if not isinstance(value, dict):
             raise forms.ValidationError(_("Sample arguments must be a JSON object."))
         return value
@@ -86,10 +91,7 @@ class ConsoleForm(forms.Form):
     channel = forms.ChoiceField(label=_("Channel"), choices=[("chat", _("chat")), ("voice", _("voice"))])
 
     def clean_arguments(self):
-        try:
-            value = json.loads(self.cleaned_data["arguments"])
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(_("Not valid JSON: %(error)s") % {"error": exc.msg}) from exc
+        value = _json_object(self.cleaned_data["arguments"])
         if not isinstance(value, dict):
             raise forms.ValidationError(_("The arguments must be a JSON object."))
         return value

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 from asixto.errors import ApplicationError
 from tenants.access import admin_page, tenant_page
 from tools import mcp, selectors, services
-from tools.api.serializers import ToolCallFilterSerializer
+from tools.api.serializers import ToolCallFilterSerializer, ToolFilterSerializer
 from tools.console import arguments_skeleton
 from tools.forms import ConsoleForm, SampleArgumentsForm, ServerForm
 from tools.gateway import CallContext, call_tool, flush_records
@@ -86,7 +86,9 @@ def server_status(request, pk):
 
 @tenant_page
 def catalog_page(request):
-    tools = selectors.tools(server_slug=request.GET.get("server") or None, certification=request.GET.get("certification") or None)
+    filters = ToolFilterSerializer(data=request.GET)
+    # A bad filter (unknown value, NUL bytes) filters nothing rather than failing the page.
+    tools = selectors.tools(**filters.validated_data) if filters.is_valid() else selectors.tools()
     return render(request, "tools/catalog.html", {"nav": "catalog", "tools": tools, "servers": selectors.servers()})
 
 

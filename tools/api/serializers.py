@@ -134,6 +134,11 @@ class ToolCallSerializer(serializers.ModelSerializer):
         ]
 
 
+class ToolFilterSerializer(serializers.Serializer):
+    server = serializers.CharField(max_length=20, required=False, source="server_slug")
+    certification = serializers.ChoiceField(choices=Tool.Certification.choices, required=False, allow_blank=True)
+
+
 class ToolCallFilterSerializer(serializers.Serializer):
     tool = serializers.UUIDField(required=False, source="tool_id")
     outcome = serializers.ChoiceField(choices=ToolCall.Outcome.choices, required=False)

@@ -74,8 +74,9 @@ class ToolListView(generics.ListAPIView):
     serializer_class = s.ToolSerializer
 
     def get_queryset(self):
-        params = self.request.query_params
-        return selectors.tools(server_slug=params.get("server"), certification=params.get("certification"))
+        params = s.ToolFilterSerializer(data=self.request.query_params)
+        params.is_valid(raise_exception=True)
+        return selectors.tools(**params.validated_data)
 
 
 class ToolDetailView(APIView):
