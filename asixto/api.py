@@ -4,6 +4,7 @@ unknown fields (A4)."""
 from django.utils.translation import gettext as _
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError
+from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.settings import api_settings
 
@@ -58,3 +59,9 @@ class StrictSerializer(StrictMixin, serializers.Serializer):
 
 class StrictModelSerializer(StrictMixin, serializers.ModelSerializer):
     pass
+
+
+class ListPagination(LimitOffsetPagination):
+    """Every list: `?limit=` and `?offset=`, 50 by default, never more than `max_limit` (A1, A4)."""
+
+    max_limit = 200

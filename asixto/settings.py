@@ -30,6 +30,8 @@ SECRET_KEY = os.environ.get("SECRET_KEY", "asixto-development-only-secret-key-ch
 ASIXTO_ENCRYPTION_KEYS = envlist("ASIXTO_ENCRYPTION_KEYS")
 # Development and tests only: lets tenants register MCP servers on loopback/private hosts (M2).
 ASIXTO_ALLOW_PRIVATE_HOSTS = envbool("ASIXTO_ALLOW_PRIVATE_HOSTS", False)
+# How many MCP servers a tenant may register unless an operator set its own quota.
+ASIXTO_DEFAULT_SERVER_QUOTA = envint("ASIXTO_DEFAULT_SERVER_QUOTA", 20)
 # The domain tenant subdomains hang from: `<slug>.<ASIXTO_BASE_DOMAIN>`.
 ASIXTO_BASE_DOMAIN = os.environ.get("ASIXTO_BASE_DOMAIN", "localhost")
 
@@ -163,7 +165,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["tenants.api.auth.IsAdminKey"],
     "DEFAULT_PARSER_CLASSES": ["asixto.api.JsonBodyParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "asixto.api.ListPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "asixto.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

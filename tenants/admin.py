@@ -32,7 +32,7 @@ class TenantAddForm(forms.ModelForm):
 
 @admin.register(Tenant)
 class TenantAdmin(TenantAdminMixin, PublicOnlyAdmin):
-    list_display = ["slug", "name", "schema_name", "created_at"]
+    list_display = ["slug", "name", "schema_name", "server_quota", "created_at"]
     search_fields = ["slug", "name"]
     inlines = [DomainInline]
     readonly_fields = ["schema_name", "model_api_key_state", "router_api_key_state"]

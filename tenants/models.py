@@ -5,6 +5,7 @@ import re
 import secrets
 import uuid
 
+from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.utils import timezone
@@ -23,6 +24,8 @@ slug_validator = RegexValidator(
 def default_scenarios():
     return []
 
+
+MAX_SERVER_QUOTA = 10000
 
 CHANNELS = ("chat", "voice")
 LEVELS = ("read", "write", "destructive")
@@ -61,6 +64,11 @@ class Tenant(TenantMixin):
     scenarios = models.JSONField(_("scenarios"), default=default_scenarios, blank=True)
     # channel → tool levels agents may use there (M7); the gateway enforces it on every call.
     exposure_policy = models.JSONField(_("tool exposure per channel"), default=default_exposure_policy, blank=True)
+    # Set by platform operators only (admin, operator API); tenants read it.
+    server_quota = models.PositiveIntegerField(
+        _("MCP server quota"), null=True, blank=True, validators=[MaxValueValidator(MAX_SERVER_QUOTA)],
+        help_text=_("How many MCP servers this tenant may register. Empty: the platform default."),
+    )
 
     auto_create_schema = True
     auto_drop_schema = False
@@ -70,6 +78,10 @@ class Tenant(TenantMixin):
 
     def __str__(self):
         return self.slug
+
+    @property
+    def effective_server_quota(self) -> int:
+        return settings.ASIXTO_DEFAULT_SERVER_QUOTA if self.server_quota is None else self.server_quota
 
     def allows_level(self, channel: str, level: str) -> bool:
         allowed = (self.exposure_policy or {}).get(channel)

@@ -12,6 +12,7 @@ from tools import selectors, services
 from tools.api import serializers as s
 from tools.gateway import CallContext, call_tool, flush_records
 from tools.models import ToolCall
+from tools.server_quota import server_register
 
 
 class ServerListCreateView(generics.ListAPIView):
@@ -24,8 +25,7 @@ class ServerListCreateView(generics.ListAPIView):
     def post(self, request):
         data = s.ServerSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        server = services.server_create(data=data.validated_data)
-        services.server_queue_sync(server=server)
+        server = server_register(data=data.validated_data)
         return Response(s.ServerSerializer(server).data, status=status.HTTP_201_CREATED)
 
 
