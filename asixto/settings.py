@@ -5,6 +5,7 @@ production sets the environment variables listed in the README.
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -48,6 +49,9 @@ SHARED_APPS = [
     "django.contrib.admin",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # Sign-in throttling (accounts.throttling). Its cache handler keeps no rows; the app is
+    # installed in the public schema only, for its models' imports.
+    "axes",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -81,6 +85,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: turns a lockout into accounts.throttling's 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 TEMPLATES = [
@@ -137,8 +143,33 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "dashboard:login"
-LOGIN_REDIRECT_URL = "dashboard:home"
-LOGOUT_REDIRECT_URL = "dashboard:login"
+# Paths, not URL names: the operators' admin signs in and out on the platform domain, where the
+# dashboard's names do not exist. "/" is the dashboard's home on a tenant domain.
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
+
+# Sign-in throttling (T4), django-axes: failures counted in Redis per account and per address,
+# per tenant (the cache key carries the schema); at the limit even the right password waits
+# out the cool-off. See accounts/throttling.py.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_FAILURE_LIMIT = envint("ASIXTO_LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("ASIXTO_LOGIN_COOLOFF_MINUTES", 15))
+# Tries during a lockout neither count nor extend it: the person who keeps trying the right
+# password gets in when the cool-off ends, and a guesser still gets at most the limit per cool-off.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_USERNAME_CALLABLE = "accounts.throttling.tracked_username"
+AXES_CLIENT_IP_CALLABLE = "accounts.throttling.client_address"
+AXES_LOCKOUT_CALLABLE = "accounts.throttling.lockout_response"
+AXES_ENABLE_ADMIN = False  # nothing to show: the counters live in Redis
+AXES_VERBOSE = False
+# How many reverse proxies (load balancers) sit in front of the web servers: the client's
+# address is then taken from X-Forwarded-For. 0 (default): the peer address is the client.
+ASIXTO_TRUSTED_PROXIES = envint("ASIXTO_TRUSTED_PROXIES", 0)
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = envbool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
