@@ -8,8 +8,11 @@ and a lone surrogate cannot be encoded as UTF-8 at all: both are refused here, w
 the offending value, instead of failing at the database."""
 
 import json
+import math
 import re
 
+from django import forms
+from django.forms.fields import InvalidJSONInput
 from django.utils.translation import gettext as _
 
 MAX_DEPTH = 32
@@ -60,6 +63,8 @@ def check_json(value, *, max_depth: int = MAX_DEPTH, path: str = "") -> None:
             if unstorable_text(item):
                 raise UnstorableText(_("Text may not contain NUL characters or unpaired surrogates."), where)
             continue
+        if isinstance(item, float) and not math.isfinite(item):
+            raise JsonInputError(_("Numbers must be finite (no NaN or Infinity)."), where)
         if not isinstance(item, (dict, list)):
             continue
         if depth > max_depth:
@@ -91,3 +96,30 @@ def load_json(text: str, *, max_depth: int = MAX_DEPTH):
 
 def _refuse_constant(name):
     raise ValueError(_("Not valid JSON: %(error)s") % {"error": name})
+
+
+class StorableJSONFormField(forms.JSONField):
+    """Django's JSON form field (the operators' admin) held to the same bounds."""
+
+    def to_python(self, value):
+        try:
+            result = super().to_python(value)
+        except RecursionError as exc:
+            raise forms.ValidationError(_("JSON nested deeper than %(depth)d levels.") % {"depth": MAX_DEPTH}) from exc
+        try:
+            check_json(result)
+        except JsonInputError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        return result
+
+    def bound_data(self, data, initial):
+        # What the form shows again after an error: the text as typed when it is refused here
+        # (Django would parse it again, recursing, and render a lone surrogate it cannot encode).
+        if self.disabled or data is None:
+            return super().bound_data(data, initial)
+        try:
+            value = json.loads(data, cls=self.decoder)
+            check_json(value)
+        except (ValueError, RecursionError):
+            return InvalidJSONInput(data)
+        return value

@@ -37,7 +37,11 @@ ASIXTO_DEFAULT_SERVER_QUOTA = envint("ASIXTO_DEFAULT_SERVER_QUOTA", 20)
 ASIXTO_BASE_DOMAIN = os.environ.get("ASIXTO_BASE_DOMAIN", "localhost")
 
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "*")
-CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "http://*.localhost:8000,http://localhost:8000")
+# Origins allowed to post forms to a dashboard besides the dashboard's own, which Django always
+# accepts (it compares Origin with Host). Empty by default: a wildcard such as
+# "https://*.<base domain>" would let one tenant's subdomain post to another's dashboard (T1).
+# Set it only for a front end on another origin, and never with a wildcard over tenant domains.
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "")
 
 SHARED_APPS = [
     "django_tenants",

@@ -6,6 +6,7 @@ from django.utils.translation import gettext_lazy as _
 from asixto.json_input import JsonInputError, load_json
 
 from tenants.models import ApprovedCommand
+from tools.auth_headers import auth_header_problems
 from tools.models import McpServer
 
 
@@ -39,14 +40,22 @@ class ServerForm(forms.ModelForm):
         return [line.strip() for line in self.cleaned_data["args_text"].splitlines() if line.strip()]
 
     def clean_headers_text(self):
-        headers = {}
+        headers, problems = {}, []
         for number, line in enumerate(self.cleaned_data["headers_text"].splitlines(), start=1):
             if not line.strip():
                 continue
             name, sep, value = line.partition(":")
-            if not sep or not name.strip() or not value.strip():
-                raise forms.ValidationError(_("Line %(number)d is not 'Name: value'.") % {"number": number})
-            headers[name.strip()] = value.strip()
+            name, value = name.strip(), value.strip()
+            if not sep or not name or not value:
+                problems.append(_("Line %(number)d is not 'Name: value'.") % {"number": number})
+            elif name in headers:
+                problems.append(_("This header is listed twice: %(name)s") % {"name": name})
+            else:
+                headers[name] = value
+        # The API's rule, so both surfaces store the same headers (M1).
+        problems += auth_header_problems(headers)
+        if problems:
+            raise forms.ValidationError(problems)
         return headers
 
     def service_data(self):

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
@@ -176,7 +177,13 @@ def violations_page(request):
 def tool_toggle(request, pk):
     tool = get_object_or_404(selectors.tools(), pk=pk)
     services.tool_set_enabled(tool=tool, enabled=not tool.enabled)
-    return redirect(request.POST.get("next") or "dashboard:catalog")
+    target = request.POST.get("next", "")
+    # Only back to a page of this dashboard: never another site, never `javascript:`.
+    if target.startswith("/") and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return redirect(target)
+    return redirect("dashboard:catalog")
 
 
 @tenant_page
