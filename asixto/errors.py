@@ -5,7 +5,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
-from django.views import defaults
+from django.shortcuts import render
 from django.utils.translation import gettext as _
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -76,10 +76,13 @@ def json_bad_request(request, exception=None):
 
 
 def bad_request(request, exception=None):
-    """handler400: JSON under /api/, Django's page elsewhere."""
+    """handler400: JSON under /api/; elsewhere a page that says what went wrong (a form over
+    the upload limit is 413 and says so)."""
     if request.path.startswith("/api/"):
         return json_bad_request(request, exception)
-    return defaults.bad_request(request, exception)
+    too_large = isinstance(exception, RequestDataTooBig)
+    context = {"too_large": too_large, "limit_kb": settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024}
+    return render(request, "400.html", context, status=413 if too_large else 400)
 
 
 def json_server_error(request):

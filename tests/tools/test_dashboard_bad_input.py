@@ -53,3 +53,15 @@ def test_it_ignores_nul_bytes_in_dashboard_filters(alpha, url):
     """A4: a bad filter shows the page (unfiltered or empty), never a 500."""
     make_tool(alpha)
     assert alpha.dashboard("sam").get(url).status_code == 200
+
+
+def test_it_answers_an_oversized_form_with_a_clear_page(alpha):
+    """A4: a form post over the upload limit gets a page that says so, not a 500."""
+    tool = make_tool(alpha)
+    client = alpha.dashboard("ana")
+    response = client.post(f"/tools/{tool.pk}/", {"sample_arguments": "x" * 3_000_000}, HTTP_ACCEPT_LANGUAGE="en")
+    assert response.status_code == 413
+    assert "too large" in response.content.decode()
+    with alpha.schema():
+        tool.refresh_from_db()
+        assert tool.sample_arguments is None
