@@ -154,3 +154,13 @@ def test_it_shows_the_quota_on_the_servers_page(alpha):
     _fill(alpha, 3)
     page = alpha.dashboard("sam").get("/servers/").content.decode()
     assert "3 de 4" in page or "3 of 4" in page
+
+
+def test_operators_can_give_a_quota_when_creating_a_tenant(worlds, db):
+    """T5: `server_quota` on the operator API's create."""
+    _key, plaintext = api_key_create(tenant=None, name="ops", scope=ApiKey.Scope.OPERATOR)
+    ops = Client(headers={"Authorization": f"Bearer {plaintext}"})
+    body = json.dumps({"slug": "quota-co", "name": "Quota Co", "server_quota": 3})
+    response = ops.post("/api/v1/operator/tenants", body, content_type="application/json")
+    assert response.status_code == 201, response.content
+    assert Tenant.objects.get(slug="quota-co").effective_server_quota == 3
