@@ -4,7 +4,6 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from asixto.json_input import JsonInputError, load_json
-
 from tenants.models import ApprovedCommand
 from tools.auth_headers import auth_header_problems
 from tools.models import McpServer

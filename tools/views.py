@@ -25,7 +25,6 @@ from tools.gateway import CallContext, call_tool, flush_records
 from tools.models import ToolCall
 from tools.server_quota import server_register
 
-
 TOOL_FILTER_CHOICES = 200
 
 
@@ -151,7 +150,8 @@ def calls_page(request):
     filters.is_valid()
     calls = selectors.tool_calls(**filters.validated_data).select_related("tool")
     # The tool filter is a list while it stays short; past that, a field for a tool's id.
-    tools = list(selectors.tools().select_related(None).prefetch_related(None).only("pk", "prefixed_name")[:TOOL_FILTER_CHOICES + 1])
+    names = selectors.tools().select_related(None).prefetch_related(None).only("pk", "prefixed_name")
+    tools = list(names[:TOOL_FILTER_CHOICES + 1])
     return render(request, "tools/calls.html", {
         "nav": "calls", "page": list_page(request, calls), "outcomes": ToolCall.Outcome.choices,
         "tools": tools[:TOOL_FILTER_CHOICES], "tools_listed": len(tools) <= TOOL_FILTER_CHOICES,

@@ -7,6 +7,7 @@ from asixto.api import StrictModelSerializer, StrictSerializer
 from tools.auth_headers import MAX_VALUE, auth_header_problems
 from tools.models import CatalogVersion, Finding, McpServer, Tool, ToolCall
 
+
 class AuthHeadersField(serializers.DictField):
     """Header name → value. Write-only (T7): responses only say which header names are set."""
 
