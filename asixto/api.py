@@ -1,7 +1,32 @@
-"""API building blocks shared by every app: serializers that reject unknown fields (A4)."""
+"""API building blocks shared by every app: the JSON body parser and serializers that reject
+unknown fields (A4)."""
 
 from django.utils.translation import gettext as _
 from rest_framework import serializers
+from rest_framework.exceptions import ParseError
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.parsers import JSONParser
+from rest_framework.settings import api_settings
+
+from asixto.json_input import MAX_DEPTH, JsonTooDeep, UnstorableText, check_json
+
+
+class JsonBodyParser(JSONParser):
+    """DRF's JSON parser, plus the bounds of asixto.json_input: a body nested too deep is a
+    parse error, text PostgreSQL cannot store a field error, never a 500 later on."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError as exc:
+            raise ParseError(_("JSON nested deeper than %(depth)d levels.") % {"depth": MAX_DEPTH}) from exc
+        try:
+            check_json(data)
+        except JsonTooDeep as exc:
+            raise ParseError(str(exc)) from exc
+        except UnstorableText as exc:
+            raise serializers.ValidationError({exc.field or api_settings.NON_FIELD_ERRORS_KEY: [str(exc)]}) from exc
+        return data
 
 
 class StrictMixin:
@@ -34,3 +59,9 @@ class StrictSerializer(StrictMixin, serializers.Serializer):
 
 class StrictModelSerializer(StrictMixin, serializers.ModelSerializer):
     pass
+
+
+class ListPagination(LimitOffsetPagination):
+    """Every list: `?limit=` and `?offset=`, 50 by default, never more than `max_limit` (A1, A4)."""
+
+    max_limit = 200

@@ -1,8 +1,11 @@
 """One application error type and one error body for every API failure (A4):
 `{"error": {"code": "...", "message": "...", "fields": {...}}}`."""
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, JsonResponse
+from django.shortcuts import render
 from django.utils.translation import gettext as _
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -34,9 +37,15 @@ def error_body(code, message, fields=None):
     return {"error": {"code": code, "message": str(message), "fields": fields or {}}}
 
 
+def _too_large_body():
+    return error_body("payload_too_large", _("The request body is larger than %(size)d bytes.") % {"size": settings.DATA_UPLOAD_MAX_MEMORY_SIZE})
+
+
 def exception_handler(exc, context):
     if isinstance(exc, ApplicationError):
         return Response(error_body(exc.code, exc.message, exc.fields), status=exc.status_code)
+    if isinstance(exc, RequestDataTooBig):
+        return Response(_too_large_body(), status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
@@ -56,6 +65,24 @@ def exception_handler(exc, context):
 
 def json_not_found(request, exception=None):
     return JsonResponse(error_body("not_found", _("Not found.")), status=status.HTTP_404_NOT_FOUND)
+
+
+def json_bad_request(request, exception=None):
+    """Django's own 400s (a body over DATA_UPLOAD_MAX_MEMORY_SIZE read outside a DRF view, a
+    bad Host) in the API's error body."""
+    if isinstance(exception, RequestDataTooBig):
+        return JsonResponse(_too_large_body(), status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    return JsonResponse(error_body("bad_request", _("Bad request.")), status=status.HTTP_400_BAD_REQUEST)
+
+
+def bad_request(request, exception=None):
+    """handler400: JSON under /api/; elsewhere a page that says what went wrong (a form over
+    the upload limit is 413 and says so)."""
+    if request.path.startswith("/api/"):
+        return json_bad_request(request, exception)
+    too_large = isinstance(exception, RequestDataTooBig)
+    context = {"too_large": too_large, "limit_kb": settings.DATA_UPLOAD_MAX_MEMORY_SIZE // 1024}
+    return render(request, "400.html", context, status=413 if too_large else 400)
 
 
 def json_server_error(request):

@@ -5,6 +5,7 @@ production sets the environment variables listed in the README.
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -30,11 +31,17 @@ SECRET_KEY = os.environ.get("SECRET_KEY", "asixto-development-only-secret-key-ch
 ASIXTO_ENCRYPTION_KEYS = envlist("ASIXTO_ENCRYPTION_KEYS")
 # Development and tests only: lets tenants register MCP servers on loopback/private hosts (M2).
 ASIXTO_ALLOW_PRIVATE_HOSTS = envbool("ASIXTO_ALLOW_PRIVATE_HOSTS", False)
+# How many MCP servers a tenant may register unless an operator set its own quota.
+ASIXTO_DEFAULT_SERVER_QUOTA = envint("ASIXTO_DEFAULT_SERVER_QUOTA", 20)
 # The domain tenant subdomains hang from: `<slug>.<ASIXTO_BASE_DOMAIN>`.
 ASIXTO_BASE_DOMAIN = os.environ.get("ASIXTO_BASE_DOMAIN", "localhost")
 
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "*")
-CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "http://*.localhost:8000,http://localhost:8000")
+# Origins allowed to post forms to a dashboard besides the dashboard's own, which Django always
+# accepts (it compares Origin with Host). Empty by default: a wildcard such as
+# "https://*.<base domain>" would let one tenant's subdomain post to another's dashboard (T1).
+# Set it only for a front end on another origin, and never with a wildcard over tenant domains.
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS", "")
 
 SHARED_APPS = [
     "django_tenants",
@@ -46,6 +53,9 @@ SHARED_APPS = [
     "django.contrib.admin",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # Sign-in throttling (accounts.throttling). Its cache handler keeps no rows; the app is
+    # installed in the public schema only, for its models' imports.
+    "axes",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -79,6 +89,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: turns a lockout into accounts.throttling's 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 TEMPLATES = [
@@ -135,8 +147,33 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "dashboard:login"
-LOGIN_REDIRECT_URL = "dashboard:home"
-LOGOUT_REDIRECT_URL = "dashboard:login"
+# Paths, not URL names: the operators' admin signs in and out on the platform domain, where the
+# dashboard's names do not exist. "/" is the dashboard's home on a tenant domain.
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
+
+# Sign-in throttling (T4), django-axes: failures counted in Redis per account and per address,
+# per tenant (the cache key carries the schema); at the limit even the right password waits
+# out the cool-off. See accounts/throttling.py.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_FAILURE_LIMIT = envint("ASIXTO_LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("ASIXTO_LOGIN_COOLOFF_MINUTES", 15))
+# Tries during a lockout neither count nor extend it: the person who keeps trying the right
+# password gets in when the cool-off ends, and a guesser still gets at most the limit per cool-off.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_USERNAME_CALLABLE = "accounts.throttling.tracked_username"
+AXES_CLIENT_IP_CALLABLE = "accounts.throttling.client_address"
+AXES_LOCKOUT_CALLABLE = "accounts.throttling.lockout_response"
+AXES_ENABLE_ADMIN = False  # nothing to show: the counters live in Redis
+AXES_VERBOSE = False
+# How many reverse proxies (load balancers) sit in front of the web servers: the client's
+# address is then taken from X-Forwarded-For. 0 (default): the peer address is the client.
+ASIXTO_TRUSTED_PROXIES = envint("ASIXTO_TRUSTED_PROXIES", 0)
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = envbool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
@@ -161,9 +198,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = envint("DATA_UPLOAD_MAX_MEMORY_SIZE", 1024 * 1024)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["tenants.api.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["tenants.api.auth.IsAdminKey"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["asixto.api.JsonBodyParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "asixto.api.ListPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "asixto.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

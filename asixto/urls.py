@@ -5,6 +5,7 @@ from django.urls import include, path
 from tenants import views as tenant_pages
 from tools import views as tool_pages
 
+handler400 = "asixto.errors.bad_request"
 handler404 = "asixto.views.not_found"
 handler500 = "asixto.views.server_error"
 

@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import TemplateView
 
+handler400 = "asixto.errors.bad_request"
 handler404 = "asixto.views.not_found"
 handler500 = "asixto.views.server_error"
 

@@ -3,16 +3,19 @@ commands, approved private hosts, operator API keys."""
 
 from django import forms
 from django.contrib import admin, messages
-from django.db import connection
+from django.db import connection, models
 from django.utils.translation import gettext as _
 from django_tenants.admin import TenantAdminMixin
 
 from asixto.errors import ApplicationError
+from asixto.json_input import StorableJSONFormField
 from tenants import services
 from tenants.models import ApiKey, ApprovedCommand, ApprovedPrivateHost, Domain, Tenant
 
 
 class PublicOnlyAdmin(admin.ModelAdmin):
+    formfield_overrides = {models.JSONField: {"form_class": StorableJSONFormField}}
+
     def has_module_permission(self, request):
         return connection.schema_name == "public" and super().has_module_permission(request)
 
@@ -29,10 +32,23 @@ class TenantAddForm(forms.ModelForm):
         model = Tenant
         fields = ["slug", "name"]
 
+    def clean(self):
+        """The creation service's own checks (reserved slugs, domains in use…), as form errors."""
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        try:
+            services.validate_new_tenant(slug=cleaned.get("slug"), name=cleaned.get("name"), domain=cleaned.get("domain"))
+        except ApplicationError as exc:
+            for field, errors in exc.fields.items():
+                for error in errors:
+                    self.add_error(field if field in self.fields else None, error)
+        return cleaned
+
 
 @admin.register(Tenant)
 class TenantAdmin(TenantAdminMixin, PublicOnlyAdmin):
-    list_display = ["slug", "name", "schema_name", "created_at"]
+    list_display = ["slug", "name", "schema_name", "server_quota", "created_at"]
     search_fields = ["slug", "name"]
     inlines = [DomainInline]
     readonly_fields = ["schema_name", "model_api_key_state", "router_api_key_state"]
@@ -62,11 +78,8 @@ class TenantAdmin(TenantAdminMixin, PublicOnlyAdmin):
         if change:
             return super().save_model(request, obj, form, change)
         # New tenants go through the one creation service (schema, admin user, admin key).
-        try:
-            created = services.tenant_create(slug=obj.slug, name=obj.name, domain=form.cleaned_data.get("domain"))
-        except ApplicationError as exc:
-            messages.error(request, f"{exc.message} {exc.fields}")
-            raise
+        # The form ran the same checks; an error here is a race (the slug taken meanwhile).
+        created = services.tenant_create(slug=obj.slug, name=obj.name, domain=form.cleaned_data.get("domain"))
         obj.pk = created.tenant.pk
         obj.schema_name = created.tenant.schema_name
         messages.warning(

@@ -2,9 +2,11 @@
 and private hosts."""
 
 import hashlib
+import re
 import secrets
 import uuid
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
@@ -25,6 +27,8 @@ slug_validator = RegexValidator(
 def default_scenarios():
     return []
 
+
+MAX_SERVER_QUOTA = 10000
 
 CHANNELS = ("chat", "voice")
 LEVELS = ("read", "write", "destructive")
@@ -63,6 +67,11 @@ class Tenant(TenantMixin):
     scenarios = models.JSONField(_("scenarios"), default=default_scenarios, blank=True)
     # channel → tool levels agents may use there (M7); the gateway enforces it on every call.
     exposure_policy = models.JSONField(_("tool exposure per channel"), default=default_exposure_policy, blank=True)
+    # Set by platform operators only (admin, operator API); tenants read it.
+    server_quota = models.PositiveIntegerField(
+        _("MCP server quota"), null=True, blank=True, validators=[MaxValueValidator(MAX_SERVER_QUOTA)],
+        help_text=_("How many MCP servers this tenant may register. Empty: the platform default."),
+    )
 
     auto_create_schema = True
     auto_drop_schema = False
@@ -73,6 +82,10 @@ class Tenant(TenantMixin):
     def __str__(self):
         return self.slug
 
+    @property
+    def effective_server_quota(self) -> int:
+        return settings.ASIXTO_DEFAULT_SERVER_QUOTA if self.server_quota is None else self.server_quota
+
     def allows_level(self, channel: str, level: str) -> bool:
         allowed = (self.exposure_policy or {}).get(channel)
         return level in (LEVELS if allowed is None else allowed)
@@ -80,6 +93,10 @@ class Tenant(TenantMixin):
 
 class Domain(DomainMixin):
     pass
+
+
+# asx_<12 hex>_<token_urlsafe(32)>; the secret part is 43 characters today, allowed some room.
+KEY_FORMAT = re.compile(r"asx_([0-9a-f]{12})_([A-Za-z0-9_-]{20,100})")
 
 
 class ApiKey(models.Model):
@@ -129,10 +146,10 @@ class ApiKey(models.Model):
 
     @staticmethod
     def parse_prefix(plaintext: str) -> str | None:
-        parts = plaintext.split("_")
-        if len(parts) < 3 or parts[0] != "asx" or len(parts[1]) != 12:
-            return None
-        return parts[1]
+        """The prefix of a well-formed key, else None. Anything else a client sends (NUL bytes,
+        surrogates, megabytes) never reaches a query or the hash (A4)."""
+        match = KEY_FORMAT.fullmatch(plaintext)
+        return match.group(1) if match else None
 
 
 class ApprovedCommand(models.Model):

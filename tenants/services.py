@@ -37,7 +37,12 @@ class TenantCreation:
         }
 
 
-def _validate_new_tenant(slug, name, domain):
+def validate_new_tenant(*, slug: str, name: str, domain: str | None = None) -> tuple[str, str]:
+    """The normalised (slug, domain) of a tenant that can be created, or an ApplicationError
+    with an error per field (T5). The creation service, the operator API and the admin's add
+    form all ask here."""
+    slug = (slug or "").strip().lower()
+    domain = (domain or f"{slug}.{settings.ASIXTO_BASE_DOMAIN}").strip().lower()
     errors = {}
     if not re.match(SLUG_PATTERN, slug or "") or "--" in slug:
         errors["slug"] = [_("Use 3–40 lowercase letters, digits or hyphens, starting with a letter.")]
@@ -53,15 +58,16 @@ def _validate_new_tenant(slug, name, domain):
         errors["domain"] = [_("This domain is already in use.")]
     if errors:
         raise ApplicationError(_("The tenant cannot be created."), fields=errors)
+    return slug, domain
 
 
-def tenant_create(*, slug: str, name: str, domain: str | None = None, admin_username: str = "admin") -> TenantCreation:
+def tenant_create(
+    *, slug: str, name: str, domain: str | None = None, admin_username: str = "admin", server_quota: int | None = None
+) -> TenantCreation:
     """Create the tenant, its schema (migrated), its primary domain, a first admin user and an
     admin API key (T5). If any step fails nothing is left behind, schema included."""
-    slug = (slug or "").strip().lower()
-    domain = (domain or f"{slug}.{settings.ASIXTO_BASE_DOMAIN}").strip().lower()
-    _validate_new_tenant(slug, name, domain)
-    tenant = Tenant(slug=slug, name=name.strip(), schema_name=slug.replace("-", "_"))
+    slug, domain = validate_new_tenant(slug=slug, name=name, domain=domain)
+    tenant = Tenant(slug=slug, name=name.strip(), schema_name=slug.replace("-", "_"), server_quota=server_quota)
     # PostgreSQL DDL is transactional: if any step fails, the rollback drops the new schema too.
     with schema_context("public"), transaction.atomic():
         tenant.save(verbosity=0)  # creates and migrates the schema (django-tenants)
@@ -92,7 +98,9 @@ def api_key_revoke(*, key: ApiKey) -> ApiKey:
 
 
 def tenant_settings_update(*, tenant: Tenant, data: dict) -> Tenant:
-    """Apply validated settings (T6). A secret left out keeps its value; an empty string clears it."""
+    """Apply validated settings (T6), or an operator's limits (the MCP server quota: lowering it
+    removes nothing, it only refuses new registrations). A secret left out keeps its value; an
+    empty string clears it."""
     for field, value in data.items():
         setattr(tenant, field, value)
     tenant.save(update_fields=list(data))

@@ -14,6 +14,7 @@ from tenants import services
 from tenants.access import admin_page, tenant_page
 from tenants.forms import ApiKeyForm, TenantSettingsForm
 from tenants.models import ApiKey, Tenant
+from tenants.pages import list_page
 
 
 @tenant_page
@@ -39,9 +40,10 @@ def api_keys_page(request):
     if request.method == "POST" and form.is_valid():
         _key, created_key = services.api_key_create(tenant=request.tenant, **form.cleaned_data)
         form = ApiKeyForm()
-    keys = ApiKey.objects.filter(tenant_id=request.tenant.pk)
+    page = list_page(request, ApiKey.objects.filter(tenant_id=request.tenant.pk).order_by("-created_at", "pk"))
     return render(
-        request, "dashboard/api_keys.html", {"nav": "api_keys", "form": form, "keys": keys, "created_key": created_key}
+        request, "dashboard/api_keys.html",
+        {"nav": "api_keys", "form": form, "page": page, "keys": page, "created_key": created_key},
     )
 
 

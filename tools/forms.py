@@ -1,11 +1,11 @@
 """Dashboard forms for MCP servers and tools."""
 
-import json
-
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from asixto.json_input import JsonInputError, load_json
 from tenants.models import ApprovedCommand
+from tools.auth_headers import auth_header_problems
 from tools.models import McpServer
 
 
@@ -39,14 +39,22 @@ class ServerForm(forms.ModelForm):
         return [line.strip() for line in self.cleaned_data["args_text"].splitlines() if line.strip()]
 
     def clean_headers_text(self):
-        headers = {}
+        headers, problems = {}, []
         for number, line in enumerate(self.cleaned_data["headers_text"].splitlines(), start=1):
             if not line.strip():
                 continue
             name, sep, value = line.partition(":")
-            if not sep or not name.strip() or not value.strip():
-                raise forms.ValidationError(_("Line %(number)d is not 'Name: value'.") % {"number": number})
-            headers[name.strip()] = value.strip()
+            name, value = name.strip(), value.strip()
+            if not sep or not name or not value:
+                problems.append(_("Line %(number)d is not 'Name: value'.") % {"number": number})
+            elif name in headers:
+                problems.append(_("This header is listed twice: %(name)s") % {"name": name})
+            else:
+                headers[name] = value
+        # The API's rule, so both surfaces store the same headers (M1).
+        problems += auth_header_problems(headers)
+        if problems:
+            raise forms.ValidationError(problems)
         return headers
 
     def service_data(self):
@@ -61,6 +69,14 @@ class ServerForm(forms.ModelForm):
         return data
 
 
+def _json_object(text):
+    """Parse JSON typed into the dashboard, held to what can be processed and stored (A4)."""
+    try:
+        return load_json(text)
+    except JsonInputError as exc:
+        raise forms.ValidationError(str(exc)) from exc
+
+
 class SampleArgumentsForm(forms.Form):
     sample_arguments = forms.CharField(
         label=_("Sample arguments (JSON object)"), required=False, max_length=20000, widget=forms.Textarea(attrs={"rows": 6})
@@ -70,10 +86,7 @@ class SampleArgumentsForm(forms.Form):
         text = self.cleaned_data["sample_arguments"].strip()
         if not text:
             return None
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(_("Not valid JSON: %(error)s") % {"error": exc.msg}) from exc
+        value = _json_object(text)
         if not isinstance(value, dict):
             raise forms.ValidationError(_("Sample arguments must be a JSON object."))
         return value
@@ -86,10 +99,7 @@ class ConsoleForm(forms.Form):
     channel = forms.ChoiceField(label=_("Channel"), choices=[("chat", _("chat")), ("voice", _("voice"))])
 
     def clean_arguments(self):
-        try:
-            value = json.loads(self.cleaned_data["arguments"])
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(_("Not valid JSON: %(error)s") % {"error": exc.msg}) from exc
+        value = _json_object(self.cleaned_data["arguments"])
         if not isinstance(value, dict):
             raise forms.ValidationError(_("The arguments must be a JSON object."))
         return value

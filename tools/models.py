@@ -11,7 +11,11 @@ from django.utils.translation import gettext_lazy as _
 
 from tenants.crypto import EncryptedTextField
 
-SERVER_SLUG_PATTERN = r"^[a-z][a-z0-9_]{0,19}$"
+# snake_case: single underscores between letters and digits. No `__` and no `_` at either end, so
+# the first `__` of a model-visible name `<slug>__<tool>` is always the separator and two
+# (server, tool) pairs can never produce the same name (M6). The database checks it too.
+SERVER_SLUG_PATTERN = r"\A[a-z][a-z0-9]*(_[a-z0-9]+)*\Z"  # \A, \Z: same meaning in Python and PostgreSQL
+SERVER_SLUG_MAX = 20
 
 
 class McpServer(models.Model):
@@ -31,8 +35,11 @@ class McpServer(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     slug = models.CharField(
-        _("slug"), max_length=20, unique=True,
-        validators=[RegexValidator(SERVER_SLUG_PATTERN, _("1–20 lowercase letters, digits or underscores, starting with a letter."))],
+        _("slug"), max_length=SERVER_SLUG_MAX, unique=True,
+        validators=[RegexValidator(SERVER_SLUG_PATTERN, _(
+            "1–20 lowercase letters and digits, starting with a letter; words may be joined by single "
+            "underscores (no “__”, no underscore at the end)."
+        ))],
         help_text=_("Prefix of this server's tool names as the model sees them: <slug>__<tool>."),
     )
     name = models.CharField(_("name"), max_length=120, blank=True)
@@ -60,6 +67,9 @@ class McpServer(models.Model):
 
     class Meta:
         ordering = ["slug"]
+        constraints = [
+            models.CheckConstraint(name="server_slug_snake_case", condition=models.Q(slug__regex=SERVER_SLUG_PATTERN)),
+        ]
 
     def __str__(self):
         return self.slug
@@ -126,7 +136,12 @@ class Tool(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["server", "name"], condition=models.Q(removed_in__isnull=True), name="tool_unique_live_name"
-            )
+            ),
+            # What the gateway looks tools up by (M6). Follows from the slug rule and the
+            # constraint above; kept as the database's own guarantee.
+            models.UniqueConstraint(
+                fields=["prefixed_name"], condition=models.Q(removed_in__isnull=True), name="tool_unique_live_prefixed_name"
+            ),
         ]
 
     def __str__(self):

@@ -6,22 +6,26 @@ import uuid
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.db import transaction
 from django.http import JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from asixto.errors import ApplicationError
 from tenants.access import admin_page, tenant_page
+from tenants.pages import list_page
 from tools import mcp, selectors, services
-from tools.api.serializers import ToolCallFilterSerializer
+from tools.api.serializers import ToolCallFilterSerializer, ToolFilterSerializer
 from tools.console import arguments_skeleton
 from tools.forms import ConsoleForm, SampleArgumentsForm, ServerForm
 from tools.gateway import CallContext, call_tool, flush_records
 from tools.models import ToolCall
+from tools.server_quota import server_register
+
+TOOL_FILTER_CHOICES = 200
 
 
 def _apply_service_errors(form, exc: ApplicationError):
@@ -35,7 +39,10 @@ def _apply_service_errors(form, exc: ApplicationError):
 
 @tenant_page
 def servers_page(request):
-    return render(request, "tools/servers.html", {"nav": "servers", "servers": selectors.servers()})
+    page = list_page(request, selectors.servers())
+    return render(request, "tools/servers.html", {
+        "nav": "servers", "page": page, "servers": page, "server_quota": request.tenant.effective_server_quota,
+    })
 
 
 @admin_page
@@ -47,9 +54,9 @@ def server_edit(request, pk=None):
             with transaction.atomic():
                 if server:
                     server = services.server_update(server=server, data=form.service_data())
+                    services.server_queue_sync(server=server)
                 else:
-                    server = services.server_create(data=form.service_data())
-                services.server_queue_sync(server=server)
+                    server = server_register(data=form.service_data())
         except ApplicationError as exc:
             _apply_service_errors(form, exc)
         else:
@@ -86,8 +93,11 @@ def server_status(request, pk):
 
 @tenant_page
 def catalog_page(request):
-    tools = selectors.tools(server_slug=request.GET.get("server") or None, certification=request.GET.get("certification") or None)
-    return render(request, "tools/catalog.html", {"nav": "catalog", "tools": tools, "servers": selectors.servers()})
+    filters = ToolFilterSerializer(data=request.GET)
+    # A bad filter (unknown value, NUL bytes) filters nothing rather than failing the page.
+    tools = selectors.tools(**filters.validated_data) if filters.is_valid() else selectors.tools()
+    page = list_page(request, tools)
+    return render(request, "tools/catalog.html", {"nav": "catalog", "page": page, "tools": page, "servers": selectors.servers()})
 
 
 @tenant_page
@@ -139,10 +149,12 @@ def calls_page(request):
     filters = ToolCallFilterSerializer(data=request.GET)
     filters.is_valid()
     calls = selectors.tool_calls(**filters.validated_data).select_related("tool")
-    paginator = Paginator(calls, 50)
-    page = paginator.get_page(request.GET.get("page"))
+    # The tool filter is a list while it stays short; past that, a field for a tool's id.
+    names = selectors.tools().select_related(None).prefetch_related(None).only("pk", "prefixed_name")
+    tools = list(names[:TOOL_FILTER_CHOICES + 1])
     return render(request, "tools/calls.html", {
-        "nav": "calls", "page": page, "outcomes": ToolCall.Outcome.choices, "tools": selectors.tools(),
+        "nav": "calls", "page": list_page(request, calls), "outcomes": ToolCall.Outcome.choices,
+        "tools": tools[:TOOL_FILTER_CHOICES], "tools_listed": len(tools) <= TOOL_FILTER_CHOICES,
     })
 
 
@@ -156,8 +168,8 @@ def call_page(request, pk):
 @admin_page
 def violations_page(request):
     """Contract violations per tool, for admins (G5, G7): which tools break the contract, how often."""
-    rows = selectors.violation_counts()
-    return render(request, "tools/violations.html", {"nav": "violations", "rows": rows})
+    page = list_page(request, selectors.violation_counts())
+    return render(request, "tools/violations.html", {"nav": "violations", "page": page, "rows": page})
 
 
 @admin_page
@@ -165,14 +177,20 @@ def violations_page(request):
 def tool_toggle(request, pk):
     tool = get_object_or_404(selectors.tools(), pk=pk)
     services.tool_set_enabled(tool=tool, enabled=not tool.enabled)
-    return redirect(request.POST.get("next") or "dashboard:catalog")
+    target = request.POST.get("next", "")
+    # Only back to a page of this dashboard: never another site, never `javascript:`.
+    if target.startswith("/") and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return redirect(target)
+    return redirect("dashboard:catalog")
 
 
 @tenant_page
 def versions_page(request, pk):
     server = get_object_or_404(selectors.servers(), pk=pk)
-    versions = selectors.catalog_versions(server=server)
-    return render(request, "tools/versions.html", {"nav": "servers", "server": server, "versions": versions})
+    page = list_page(request, selectors.catalog_versions(server=server).order_by("-number"))
+    return render(request, "tools/versions.html", {"nav": "servers", "server": server, "page": page, "versions": page})
 
 
 @tenant_page

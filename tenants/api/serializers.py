@@ -4,7 +4,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from asixto.api import StrictModelSerializer, StrictSerializer
-from tenants.models import CHANNELS, LEVELS, ApiKey, Tenant, default_exposure_policy
+from tenants.models import CHANNELS, LEVELS, MAX_SERVER_QUOTA, ApiKey, Tenant, default_exposure_policy
 from tenants.outbound import endpoint_problem
 
 
@@ -33,6 +33,9 @@ class TenantSettingsSerializer(StrictModelSerializer):
         child=serializers.SlugField(max_length=60), max_length=100, required=False, allow_empty=True
     )
     exposure_policy = ExposurePolicyField(required=False)
+    server_quota = serializers.IntegerField(
+        source="effective_server_quota", read_only=True, help_text="How many MCP servers the tenant may register (set by the platform operator)."
+    )
 
     class Meta:
         model = Tenant
@@ -40,7 +43,7 @@ class TenantSettingsSerializer(StrictModelSerializer):
             "slug", "name", "agent_instructions", "language",
             "model_base_url", "model_name", "model_api_key", "model_api_key_set",
             "router_base_url", "router_model_name", "router_api_key", "router_api_key_set",
-            "iteration_limit", "result_budget", "turn_budget", "public_sources", "scenarios", "exposure_policy",
+            "iteration_limit", "result_budget", "turn_budget", "public_sources", "scenarios", "exposure_policy", "server_quota",
         ]
         read_only_fields = ["slug", "name"]
 
@@ -96,6 +99,16 @@ class TenantCreateSerializer(StrictSerializer):
     slug = serializers.CharField(max_length=40)
     name = serializers.CharField(max_length=120)
     domain = serializers.CharField(max_length=253, required=False)
+    server_quota = serializers.IntegerField(min_value=0, max_value=MAX_SERVER_QUOTA, required=False, allow_null=True)
+
+
+class TenantOperatorUpdateSerializer(StrictModelSerializer):
+    """What operators change on an existing tenant: its limits."""
+
+    class Meta:
+        model = Tenant
+        fields = ["server_quota"]
+        extra_kwargs = {"server_quota": {"min_value": 0}}
 
 
 class TenantCreatedSerializer(serializers.Serializer):
@@ -111,10 +124,11 @@ class TenantCreatedSerializer(serializers.Serializer):
 
 class TenantSummarySerializer(serializers.ModelSerializer):
     domain = serializers.SerializerMethodField()
+    effective_server_quota = serializers.IntegerField(read_only=True, help_text="The quota in force (the platform default when server_quota is null).")
 
     class Meta:
         model = Tenant
-        fields = ["id", "slug", "name", "schema_name", "domain", "created_at"]
+        fields = ["id", "slug", "name", "schema_name", "domain", "server_quota", "effective_server_quota", "created_at"]
 
     def get_domain(self, tenant) -> str | None:
         domain = tenant.get_primary_domain()

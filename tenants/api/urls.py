@@ -7,5 +7,6 @@ urlpatterns = [
     path("api-keys", views.ApiKeyListCreateView.as_view(), name="api-key-list"),
     path("api-keys/<uuid:pk>", views.ApiKeyDetailView.as_view(), name="api-key-detail"),
     path("operator/tenants", views.OperatorTenantListCreateView.as_view(), name="operator-tenant-list"),
+    path("operator/tenants/<int:pk>", views.OperatorTenantDetailView.as_view(), name="operator-tenant-detail"),
     path("health", views.HealthView.as_view(), name="health"),
 ]

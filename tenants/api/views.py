@@ -78,6 +78,27 @@ class OperatorTenantListCreateView(generics.ListAPIView):
         return Response(s.TenantCreatedSerializer(created.as_dict()).data, status=status.HTTP_201_CREATED)
 
 
+class OperatorTenantDetailView(APIView):
+    """Operators: read one tenant, change its limits (the MCP server quota)."""
+
+    permission_classes = [IsOperatorKey]
+
+    def get_object(self, pk):
+        return get_object_or_404(Tenant.objects.exclude(schema_name="public"), pk=pk)
+
+    @extend_schema(responses=s.TenantSummarySerializer)
+    def get(self, request, pk):
+        return Response(s.TenantSummarySerializer(self.get_object(pk)).data)
+
+    @extend_schema(request=s.TenantOperatorUpdateSerializer, responses=s.TenantSummarySerializer)
+    def patch(self, request, pk):
+        tenant = self.get_object(pk)
+        data = s.TenantOperatorUpdateSerializer(tenant, data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        tenant = services.tenant_settings_update(tenant=tenant, data=data.validated_data)
+        return Response(s.TenantSummarySerializer(tenant).data)
+
+
 class HealthView(APIView):
     """Liveness for load balancers: the database answers."""
 

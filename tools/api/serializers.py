@@ -4,25 +4,20 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from asixto.api import StrictModelSerializer, StrictSerializer
+from tools.auth_headers import MAX_VALUE, auth_header_problems
 from tools.models import CatalogVersion, Finding, McpServer, Tool, ToolCall
-
-MAX_HEADERS = 20
 
 
 class AuthHeadersField(serializers.DictField):
     """Header name → value. Write-only (T7): responses only say which header names are set."""
 
-    child = serializers.CharField(max_length=4000, allow_blank=False)
+    child = serializers.CharField(max_length=MAX_VALUE, allow_blank=False)
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
-        if len(value) > MAX_HEADERS:
-            raise serializers.ValidationError(_("At most %(count)d headers.") % {"count": MAX_HEADERS})
-        for name in value:
-            if not name or len(name) > 100 or not all(c.isalnum() or c in "-_" for c in name):
-                raise serializers.ValidationError(_("Not a valid header name: %(name)s") % {"name": name[:100]})
-            if name.lower() in {"host", "content-length", "mcp-method", "mcp-name", "mcp-protocol-version"}:
-                raise serializers.ValidationError(_("This header is set by the platform: %(name)s") % {"name": name})
+        problems = auth_header_problems(value)
+        if problems:
+            raise serializers.ValidationError(problems)
         return value
 
 
@@ -132,6 +127,11 @@ class ToolCallSerializer(serializers.ModelSerializer):
             "request_ids", "attempts", "started_at", "duration_ms", "outcome", "http_status", "error", "arguments",
             "result_chars", "model_chars", "truncated", "violations",
         ]
+
+
+class ToolFilterSerializer(serializers.Serializer):
+    server = serializers.CharField(max_length=20, required=False, source="server_slug")
+    certification = serializers.ChoiceField(choices=Tool.Certification.choices, required=False, allow_blank=True)
 
 
 class ToolCallFilterSerializer(serializers.Serializer):

@@ -12,6 +12,7 @@ from tools import selectors, services
 from tools.api import serializers as s
 from tools.gateway import CallContext, call_tool, flush_records
 from tools.models import ToolCall
+from tools.server_quota import server_register
 
 
 class ServerListCreateView(generics.ListAPIView):
@@ -24,8 +25,7 @@ class ServerListCreateView(generics.ListAPIView):
     def post(self, request):
         data = s.ServerSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        server = services.server_create(data=data.validated_data)
-        services.server_queue_sync(server=server)
+        server = server_register(data=data.validated_data)
         return Response(s.ServerSerializer(server).data, status=status.HTTP_201_CREATED)
 
 
@@ -74,8 +74,9 @@ class ToolListView(generics.ListAPIView):
     serializer_class = s.ToolSerializer
 
     def get_queryset(self):
-        params = self.request.query_params
-        return selectors.tools(server_slug=params.get("server"), certification=params.get("certification"))
+        params = s.ToolFilterSerializer(data=self.request.query_params)
+        params.is_valid(raise_exception=True)
+        return selectors.tools(**params.validated_data)
 
 
 class ToolDetailView(APIView):

@@ -96,7 +96,7 @@ def find_tool(*, name: str | None = None, tool_id=None) -> Tool | None:
     """The live tool with its server, through the per-process cache (see catalog_cache)."""
 
     def load():
-        queryset = Tool.objects.select_related("server").filter(removed_in__isnull=True).order_by()
+        queryset = Tool.objects.select_related("server").filter(removed_in__isnull=True).order_by("server__created_at", "pk")
         return (queryset.filter(pk=tool_id) if tool_id else queryset.filter(prefixed_name=name)).first()
 
     return cached(("tool", name, str(tool_id) if tool_id else None), load)
