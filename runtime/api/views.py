@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from runtime import channel, events, selectors
 from runtime.api import serializers as s
-from runtime.models import Conversation, Message
+from runtime.models import Conversation, Message, Turn
 from tenants.api.auth import IsChannelKey
 
 
@@ -100,7 +100,7 @@ class TurnEventsView(APIView):
             OpenApiTypes.STR, description="`status` events, then one `reply` event (or `timeout`: reconnect).")},
     )
     def get(self, request, pk):
-        turn = get_object_or_404(selectors.turns().only("id"), pk=pk)
+        turn = get_object_or_404(Turn.objects.only("id"), pk=pk)
         after = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
         after = int(after) if after.isdigit() and len(after) < 19 else 0
         stream = events.astream if isinstance(request._request, ASGIRequest) else events.stream
