@@ -160,7 +160,7 @@ def encode(event: dict) -> bytes:
 
 TIMEOUT_EVENT = b"event: timeout\ndata: {}\n\n"
 HEARTBEAT = b": keep-alive\n\n"
-PREAMBLE = b"retry: 2000\n\n"
+PREAMBLE = b": stream open\n\n"  # a comment: sends the headers at once, and no parser makes an event of it
 
 
 def stream(*, schema: str, turn_id, after: int = 0, max_seconds: float | None = None):

@@ -114,3 +114,31 @@ def recording_app(app, log, *, hold_first=0, executed=None):
             await send(message)
 
     return recorded
+
+
+def queued_turn(world, text, **conversation_values):
+    """A stored, queued turn that no task was sent for (for tests that run it themselves)."""
+    from runtime.models import Conversation, Message
+
+    with world.schema():
+        conversation = Conversation.objects.create(**{**CHANNEL_DEFAULTS, **conversation_values})
+        message = Message.objects.create(conversation=conversation, role="customer", text=text)
+        return Turn.objects.create(conversation=conversation, message=message)
+
+
+def run_in_thread(world, turn):
+    """Run the turn on another thread (its own database connection), as a worker thread would."""
+    import threading
+
+    from django.db import connection
+
+    def target():
+        try:
+            with world.schema():
+                turn_execute(turn_id=turn.pk)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=target, name=f"turn-{turn.pk}", daemon=True)
+    thread.start()
+    return thread
