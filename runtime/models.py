@@ -84,6 +84,7 @@ class Turn(models.Model):
     runs = models.PositiveSmallIntegerField(_("runs"), default=0)
     runner = models.CharField(max_length=40, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    resent_at = models.DateTimeField(null=True, blank=True)  # last time the sweeper sent the task again
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -104,6 +104,21 @@ def turn_execute(*, turn_id) -> None:
 
 # ---------------------------------------------------------------- claiming and finishing
 
+def stalled_turns_mark_resent(*, now=None) -> list:
+    """Turns to send to a worker again, marked as resent: queued ones whose task never arrived
+    (the broker was down when they were posted), and running ones whose runner's lease ran out
+    (its worker died). Sending one twice is harmless: only one runner can claim a turn."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.ASIXTO_TURN_RESEND_SECONDS)
+    not_recently = Q(resent_at__isnull=True) | Q(resent_at__lt=cutoff)
+    stalled = Turn.objects.filter(not_recently).filter(
+        Q(status=Turn.Status.QUEUED, created_at__lt=cutoff) | Q(status=Turn.Status.RUNNING, lease_expires_at__lt=now)
+    )
+    turn_ids = list(stalled.values_list("pk", flat=True)[:1000])
+    Turn.objects.filter(pk__in=turn_ids).update(resent_at=now)
+    return turn_ids
+
+
 def _lease_until():
     return timezone.now() + timedelta(seconds=settings.ASIXTO_TURN_LEASE_SECONDS)
 

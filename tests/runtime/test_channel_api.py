@@ -12,11 +12,10 @@ from runtime.models import Conversation, Message, Turn
 from runtime.turn import _failure_reply
 from tests.isolation import IsolationContract
 from tests.runtime.runtime_support import CHANNEL_DEFAULTS, agent, post, run
+from tests.support.faults import FaultyPeer
 from tests.support.mcp_servers import serve_asgi
 from tests.support.model_server import ScriptedModel, call, say
-from tests.tools.gateway_support import certified_tool
-from tests.support.faults import FaultyPeer
-from tests.tools.gateway_support import ok_result
+from tests.tools.gateway_support import certified_tool, ok_result
 
 
 def send(client, url, body):

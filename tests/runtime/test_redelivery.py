@@ -110,3 +110,36 @@ def test_a_finished_turn_delivered_again_changes_nothing(alpha):
         assert TurnEvent.objects.filter(turn=turn, kind="reply").count() == 1
     assert len(model.requests) == 3 and len(tool_calls_seen(log)) == 1 and desk.case_count == 1
     assert (again.runs, again.reply_id) == (1, turn.reply_id)
+
+
+def test_stalled_turns_are_sent_again(alpha, settings):
+    """R1, R10: a queued turn whose task never reached a worker (a broker outage when it was
+    posted) and a running turn whose worker's lease ran out are sent again by the periodic
+    sweep; a fresh queued turn, a turn with a live lease and one just resent are left alone."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from asixto.celery import app
+    from runtime.tasks import requeue_stalled_turns
+
+    settings.ASIXTO_TURN_RESEND_SECONDS = 60
+    old = timezone.now() - timedelta(minutes=5)
+    lost, fresh, orphaned, busy = (queued_turn(alpha, text) for text in ("perdido", "nuevo", "huérfano", "ocupado"))
+    with alpha.schema():
+        Turn.objects.filter(pk__in=[lost.pk, orphaned.pk, busy.pk]).update(created_at=old)
+        Turn.objects.filter(pk=orphaned.pk).update(status="running", lease_expires_at=old, runner="dead")
+        Turn.objects.filter(pk=busy.pk).update(status="running", lease_expires_at=timezone.now() + timedelta(minutes=5))
+    before, app.conf.task_always_eager = app.conf.task_always_eager, True
+    try:
+        with agent(alpha, ""), alpha.schema():
+            requeue_stalled_turns()  # eager: the resent turns run here (no model: an honest failure)
+            statuses = dict(Turn.objects.values_list("message__text", "status"))
+            resent = set(Turn.objects.filter(resent_at__isnull=False).values_list("message__text", flat=True))
+            Turn.objects.filter(pk=lost.pk).update(status="queued")
+            requeue_stalled_turns()
+            assert Turn.objects.get(pk=lost.pk).status == "queued"  # resent a moment ago: not again yet
+    finally:
+        app.conf.task_always_eager = before
+    assert statuses == {"perdido": "failed", "huérfano": "failed", "nuevo": "queued", "ocupado": "running"}
+    assert resent == {"perdido", "huérfano"}
