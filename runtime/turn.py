@@ -151,6 +151,7 @@ def _release_db():
 
 def _finish(turn: Turn, *, reply: str, status: str, error_code: str = "", error_detail: str = ""):
     """Store the one reply of the turn, its event, and the final status (R10: once, whatever runs)."""
+    _release_db()  # flushing may wait on the record writer: hold no connection meanwhile
     flush_records()  # the turn's call records are stored before anyone reads the turn as done
     with transaction.atomic():
         locked = Turn.objects.select_for_update().get(pk=turn.pk)
