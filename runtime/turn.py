@@ -96,7 +96,7 @@ def turn_execute(*, turn_id) -> None:
         log.info("turn %s: taken over by another runner", turn_id)
     except Exception as exc:
         log.exception("turn %s failed", turn_id)
-        _finish(turn, reply=_failure_reply(turn.conversation.language), status=Turn.Status.FAILED,
+        _finish(turn, runner, reply=failure_reply(turn.conversation.language), status=Turn.Status.FAILED,
                 error_code="internal", error_detail=f"{type(exc).__name__}: {str(exc)[:500]}")
     finally:
         flush_records()
@@ -149,13 +149,14 @@ def _release_db():
         connection.close()
 
 
-def _finish(turn: Turn, *, reply: str, status: str, error_code: str = "", error_detail: str = ""):
-    """Store the one reply of the turn, its event, and the final status (R10: once, whatever runs)."""
+def _finish(turn: Turn, runner: str, *, reply: str, status: str, error_code: str = "", error_detail: str = ""):
+    """Store the one reply of the turn, its event, and the final status (R10: once, whatever runs;
+    a runner whose lease another one took over stores nothing)."""
     _release_db()  # flushing may wait on the record writer: hold no connection meanwhile
     flush_records()  # the turn's call records are stored before anyone reads the turn as done
     with transaction.atomic():
         locked = Turn.objects.select_for_update().get(pk=turn.pk)
-        if locked.reply_id is not None:
+        if locked.reply_id is not None or locked.runner != runner:
             return
         message = Message.objects.create(conversation_id=turn.conversation_id, role=Message.Role.AGENT, text=reply)
         Turn.objects.filter(pk=turn.pk).update(
@@ -166,12 +167,12 @@ def _finish(turn: Turn, *, reply: str, status: str, error_code: str = "", error_
                          data={"status": status, **({"error": error_code} if error_code else {})})
 
 
-def _failure_reply(language):
+def failure_reply(language):
     with translation.override(language):
         return _("Sorry, I cannot answer right now. Please try again in a few minutes.")
 
 
-def _no_answer_reply(language):
+def no_answer_reply(language):
     with translation.override(language):
         return _("Sorry, I could not find an answer to that. Could you say it in other words?")
 
@@ -203,10 +204,10 @@ def _run(turn: Turn, runner: str):
             reply = _reply_step(run, request)
     except ModelError as exc:
         log.info("turn %s: model error %s", turn.pk, exc.code)
-        _finish(turn, reply=_failure_reply(run.language), status=Turn.Status.FAILED,
+        _finish(turn, runner, reply=failure_reply(run.language), status=Turn.Status.FAILED,
                 error_code=exc.code, error_detail=exc.detail)
         return
-    _finish(turn, reply=reply or _no_answer_reply(run.language), status=Turn.Status.DONE,
+    _finish(turn, runner, reply=reply or no_answer_reply(run.language), status=Turn.Status.DONE,
             error_code="" if reply else "no_answer")
 
 

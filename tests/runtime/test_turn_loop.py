@@ -8,6 +8,7 @@ from examples.soporte.desk import SupportDesk
 from examples.soporte.server import build_app
 from runtime.events import status_text
 from runtime.models import Message, Turn, TurnEvent, TurnStep
+from runtime.turn import no_answer_reply
 from tests.runtime.runtime_support import agent, post, recording_app, register_soporte, run, tool_calls_seen
 from tests.support.mcp_servers import serve_asgi
 from tests.support.model_server import ScriptedModel, call, calls, say
@@ -133,10 +134,7 @@ def test_it_stops_a_model_that_repeats_the_same_call(alpha, soporte):
     repeated = model.requests[2]["messages"][-1]["content"]
     assert SEARCH in repeated and model.requests[2]["messages"][-1]["role"] == "tool"
     assert len(model.requests) == 4  # call, repeat, repeat → stop; then the clean reply request
-    with translation.override("es"):
-        from runtime.turn import _no_answer_reply
-
-        assert turn.reply.text == _no_answer_reply("es")
+    assert turn.reply.text == no_answer_reply("es")
     assert turn.status == Turn.Status.DONE and turn.error_code == "no_answer"
     assert "<tool_call>" not in turn.reply.text and "soporte__" not in turn.reply.text
 

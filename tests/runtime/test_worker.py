@@ -10,6 +10,7 @@ from django.db import connection, connections
 from asixto.celery import app
 from examples.soporte.server import build_app
 from runtime.models import Turn
+from runtime.turn import turn_execute
 from tests.runtime.runtime_support import (
     agent, queued_turn, recording_app, register_soporte, run, tool_calls_seen, wait_until_finished,
 )
@@ -78,8 +79,6 @@ def test_a_turn_holds_no_database_connection_while_it_waits(committed_world, dja
         turn = queued_turn(world, "¿Routers?")
 
         def worker_thread():
-            from runtime.turn import turn_execute
-
             seen["db"] = connections["default"]  # this thread's own connection wrapper
             with world.schema():
                 turn_execute(turn_id=turn.pk)
