@@ -51,6 +51,10 @@ VERB_KEY = "com.asixto/verb"
 REPEATED, BAD_ARGUMENTS = "repeated", "invalid_arguments"
 # Rounds in a row in which the model asked only for calls it had already made: it is looping.
 MAX_REPEAT_ROUNDS = 2
+# What a model writes is bounded like anything else that comes from outside.
+MAX_CALLS_PER_ANSWER = 8
+MAX_ARGUMENT_CHARS = 20_000
+MAX_REPLY_CHARS = 8_000
 
 
 class LeaseLost(Exception):
@@ -207,6 +211,8 @@ def _run(turn: Turn, runner: str):
         _finish(turn, runner, reply=failure_reply(run.language), status=Turn.Status.FAILED,
                 error_code=exc.code, error_detail=exc.detail)
         return
+    if len(reply) > MAX_REPLY_CHARS:
+        reply = reply[:MAX_REPLY_CHARS].rsplit(None, 1)[0] + "…"
     _finish(turn, runner, reply=reply or no_answer_reply(run.language), status=Turn.Status.DONE,
             error_code="" if reply else "no_answer")
 
@@ -279,17 +285,19 @@ def _calls_of(run: _Run, answer: Answer) -> tuple[list[Call], str]:
     prefix = f"call_{run.index}_"
     if answer.tool_calls:
         calls = []
-        for n, native in enumerate(answer.tool_calls, 1):
+        for n, native in enumerate(answer.tool_calls[:MAX_CALLS_PER_ANSWER], 1):
             try:
-                arguments = json.loads(native.arguments) if native.arguments.strip() else {}
+                too_long = len(native.arguments) > MAX_ARGUMENT_CHARS
+                arguments = None if too_long else json.loads(native.arguments) if native.arguments.strip() else {}
             except ValueError:
                 arguments = None
-            calls.append(Call(f"{prefix}{n}", native.name, arguments if isinstance(arguments, dict) else None, native.arguments))
+            calls.append(Call(f"{prefix}{n}", native.name, arguments if isinstance(arguments, dict) else None,
+                              native.arguments[:MAX_ARGUMENT_CHARS]))
         return calls, clean_reply(answer.content)
     parsed = parse_text_calls(answer.content, {name: tool.definition.get("inputSchema") or {} for name, tool in run.tools.items()})
     calls = [
         Call(f"{prefix}{n}", call.name, call.arguments, json.dumps(call.arguments, ensure_ascii=False))
-        for n, call in enumerate(parsed.calls, 1)
+        for n, call in enumerate(parsed.calls[:MAX_CALLS_PER_ANSWER], 1)
     ]
     return calls, clean_reply(parsed.text)
 
@@ -326,8 +334,10 @@ def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:
             return text, True
         run.seen.add(call.signature)
         if call.arguments is None:
-            text = _("The arguments for %(name)s are not a valid JSON object. Correct them and call the tool again.") % {
-                "name": call.name}
+            text = _(
+                "The arguments for %(name)s are not a valid JSON object of at most %(max)d characters. Correct them "
+                "and call the tool again."
+            ) % {"name": call.name, "max": MAX_ARGUMENT_CHARS}
             _save_step(run, index, kind=TurnStep.Kind.TOOL, state=TurnStep.State.DONE, tool_name=call.name,
                        call_id=call.id, arguments={"_raw": call.raw[:2000]}, outcome=BAD_ARGUMENTS, model_text=text,
                        response={"used_after": run.used}, finished_at=timezone.now())

@@ -205,3 +205,17 @@ def test_status_texts_come_from_the_tools_verb():
     with translation.override("en"):
         general = status_text(verb="", verb_language="es", language="en")
     assert general == status_text(verb="consultar un caso", verb_language="es", language="en") == "Checking our systems…"
+
+
+def test_what_a_model_writes_is_bounded(alpha, soporte):
+    """R2, A4: twenty calls in one answer run at most eight; arguments longer than 20,000
+    characters are refused before the gateway; a reply of a million characters is cut."""
+    _desk, log = soporte
+    many = calls(*[(SEARCH, {"consulta": f"producto {n}"}) for n in range(20)])
+    huge = call(SEARCH, '{"consulta": "' + "x" * 30_000 + '"}')
+    model, served = serve_model([many, huge, say("ok"), say("palabra " * 125_000)])
+    with served as url, agent(alpha, f"{url}/v1"):
+        turn = run(alpha, post(alpha, "Todo"))
+    assert len(tool_calls_seen(log)) == 8
+    assert "JSON" in model.requests[2]["messages"][-1]["content"]
+    assert len(turn.reply.text) <= 8001 and turn.reply.text.endswith("palabra…")
