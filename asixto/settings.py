@@ -233,7 +233,18 @@ LOGGING = {
     },
 }
 
+# Agent runtime: the model endpoint's connect timeout and the deadline for a whole answer (R11);
+# how long one turn's event stream stays open (clients resume with Last-Event-ID); how long a
+# worker's claim on a turn lasts without a step before another may take the turn over (R10).
+ASIXTO_MODEL_CONNECT_TIMEOUT = float(os.environ.get("ASIXTO_MODEL_CONNECT_TIMEOUT", 5))
+ASIXTO_MODEL_TIMEOUT = float(os.environ.get("ASIXTO_MODEL_TIMEOUT", 60))
+ASIXTO_EVENT_STREAM_SECONDS = float(os.environ.get("ASIXTO_EVENT_STREAM_SECONDS", 120))
+ASIXTO_TURN_LEASE_SECONDS = envint("ASIXTO_TURN_LEASE_SECONDS", 900)
+# A queued turn no worker picked up after this long is sent again (see runtime.tasks).
+ASIXTO_TURN_RESEND_SECONDS = envint("ASIXTO_TURN_RESEND_SECONDS", 300)
+
 # Periodic catalog sync of every tenant's servers (M5); `celery -A asixto worker -B` runs it.
 CELERY_BEAT_SCHEDULE = {
     "sync-all-servers": {"task": "tools.tasks.sync_all_servers", "schedule": envint("ASIXTO_SYNC_INTERVAL_SECONDS", 3600)},
+    "requeue-stalled-turns": {"task": "runtime.tasks.requeue_stalled_turns", "schedule": 60},
 }

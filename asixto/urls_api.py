@@ -13,6 +13,7 @@ app_name = "api"
 urlpatterns = [
     path("", include("tenants.api.urls")),
     path("", include("tools.api.urls")),
+    path("", include("runtime.api.urls")),
     path("schema/", SpectacularAPIView.as_view(urlconf="asixto.urls_api_schema"), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),

@@ -1,0 +1,123 @@
+"""REST endpoints of the runtime (R1, R9, A1): the channel API (conversations, messages, turns and
+their event streams; channel and admin keys) and truncation logs (admin keys)."""
+
+from django.core.handlers.asgi import ASGIRequest
+from django.db import connection
+from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, status
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from runtime import channel, events, selectors
+from runtime.api import serializers as s
+from runtime.models import Conversation, Message, Turn
+from tenants.api.auth import IsChannelKey
+
+
+class ConversationListCreateView(generics.ListAPIView):
+    """Conversations of the tenant, newest first (filter: `channel_name`, `customer_ref`); POST starts one."""
+
+    permission_classes = [IsChannelKey]
+    serializer_class = s.ConversationSerializer
+
+    def get_queryset(self):
+        params = self.request.query_params
+        return selectors.conversations(channel_name=params.get("channel_name"), customer_ref=params.get("customer_ref"))
+
+    @extend_schema(request=s.ConversationCreateSerializer, responses={201: s.ConversationSerializer})
+    def post(self, request):
+        data = s.ConversationCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        conversation = channel.conversation_start(data=data.validated_data)
+        return Response(s.ConversationSerializer(conversation).data, status=status.HTTP_201_CREATED)
+
+
+class ConversationDetailView(generics.RetrieveAPIView):
+    permission_classes = [IsChannelKey]
+    serializer_class = s.ConversationSerializer
+    queryset = Conversation.objects.all()
+
+
+class MessageListCreateView(generics.ListAPIView):
+    """The conversation's messages, oldest first; POST a customer message → 202 with its turn (R1)."""
+
+    permission_classes = [IsChannelKey]
+    serializer_class = s.MessageSerializer
+
+    def get_queryset(self):
+        conversation = get_object_or_404(Conversation.objects.all(), pk=self.kwargs["pk"])
+        return Message.objects.filter(conversation=conversation).select_related("turn", "reply_of").order_by("created_at")
+
+    @extend_schema(
+        request=s.MessagePostSerializer, responses={202: s.TurnAcceptedSerializer},
+        description="Store the message and queue its turn. The same `external_id` again returns the first turn.",
+    )
+    def post(self, request, pk):
+        conversation = get_object_or_404(Conversation.objects.all(), pk=pk)
+        data = s.MessagePostSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        posted = channel.message_post(conversation=conversation, **data.validated_data)
+        body = s.TurnAcceptedSerializer.of(posted.turn, duplicate=not posted.created)
+        return Response(body, status=status.HTTP_202_ACCEPTED)
+
+
+class TurnDetailView(APIView):
+    permission_classes = [IsChannelKey]
+
+    @extend_schema(responses=s.TurnSerializer)
+    def get(self, request, pk):
+        turn = get_object_or_404(selectors.turns(), pk=pk)
+        context = {"tool_calls": selectors.turn_tool_calls(turn=turn)}
+        return Response(s.TurnSerializer(turn, context=context).data)
+
+
+class EventStreamRenderer(BaseRenderer):
+    """Lets clients ask for `text/event-stream`; errors before the stream starts become one
+    `error` event with the usual error body."""
+
+    media_type = "text/event-stream"
+    format = "event-stream"
+    charset = None
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return b"event: error\ndata: " + JSONRenderer().render(data) + b"\n\n"
+
+
+class TurnEventsView(APIView):
+    """Server-sent events of one turn (R9): `status` events while it works, then `reply`."""
+
+    permission_classes = [IsChannelKey]
+    renderer_classes = [JSONRenderer, EventStreamRenderer]
+
+    @extend_schema(
+        parameters=[OpenApiParameter("Last-Event-ID", OpenApiTypes.INT, OpenApiParameter.HEADER, required=False,
+                                     description="Resume after this event id.")],
+        responses={(200, "text/event-stream"): OpenApiResponse(
+            OpenApiTypes.STR, description="`status` events, then one `reply` event (or `timeout`: reconnect).")},
+    )
+    def get(self, request, pk):
+        turn = get_object_or_404(Turn.objects.only("id"), pk=pk)
+        after = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
+        after = int(after) if after.isdigit() and len(after) < 19 else 0
+        stream = events.astream if isinstance(request._request, ASGIRequest) else events.stream
+        response = StreamingHttpResponse(
+            stream(schema=connection.schema_name, turn_id=turn.pk, after=after), content_type="text/event-stream"
+        )
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"  # proxies must pass events on at once
+        return response
+
+
+class TruncationLogListView(generics.ListAPIView):
+    """Truncation logs (R4), newest first; filter by tool, kind, turn and time (`since`, `until`)."""
+
+    serializer_class = s.TruncationLogSerializer
+
+    def get_queryset(self):
+        params = s.TruncationLogFilterSerializer(data=self.request.query_params)
+        params.is_valid(raise_exception=True)
+        return selectors.truncation_logs(**params.validated_data)

@@ -1,0 +1,59 @@
+"""What a channel does (R1, A1): start a conversation, post a customer message. Posting stores the
+message and its turn, and queues the turn once both are committed, so a worker never looks for a
+row that is not there yet. A channel retrying its own post sends the same `external_id`: the
+second post, even while the first is still being stored, returns the first turn.
+"""
+
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+
+from runtime.models import Conversation, Message, Turn
+from tenants.selectors import current_tenant
+
+
+@dataclass(frozen=True)
+class Posted:
+    turn: Turn
+    created: bool  # False: a repeated external_id, this is the first post's turn
+
+
+def conversation_start(*, data: dict) -> Conversation:
+    """A new conversation; the language defaults to the tenant's customer language (T6)."""
+    values = dict(data)
+    values["language"] = values.get("language") or current_tenant().language or "es"
+    return Conversation.objects.create(**values)
+
+
+def _existing(conversation: Conversation, external_id: str) -> Turn | None:
+    return Turn.objects.filter(message__conversation=conversation, message__external_id=external_id).first()
+
+
+def message_post(*, conversation: Conversation, text: str, external_id: str = "") -> Posted:
+    """Store the customer's message and its turn; queue the turn after the commit (R1)."""
+    from runtime.tasks import turn_run  # tasks import the turn service, which imports this app's models
+
+    if external_id:
+        turn = _existing(conversation, external_id)
+        if turn is not None:
+            return Posted(turn, False)
+    try:
+        with transaction.atomic():
+            message = Message.objects.create(
+                conversation=conversation, role=Message.Role.CUSTOMER, text=text, external_id=external_id
+            )
+            turn = Turn.objects.create(conversation=conversation, message=message)
+            # robust: a broker that is down must not turn a stored message into a 500; the turn
+            # stays queued and `requeue_stalled_turns` sends it again.
+            transaction.on_commit(lambda: turn_run.delay(str(turn.pk)), robust=True)
+    except IntegrityError:
+        # Another post with this external_id committed between our read and our insert: the
+        # unique constraint made it the only one; answer with its turn.
+        if not external_id:
+            raise
+        turn = _existing(conversation, external_id)
+        if turn is None:
+            raise
+        return Posted(turn, False)
+    Conversation.objects.filter(pk=conversation.pk).update(updated_at=message.created_at)
+    return Posted(turn, True)

@@ -1,0 +1,195 @@
+"""OpenAI-compatible Chat Completions over httpx (R11): vLLM, Ollama, llama.cpp server and hosted
+APIs all speak it.
+
+`complete()` sends one request and returns the first choice as plain values, or raises
+`ModelError` with a short code the turn records: `model_refused` (the outbound rules refuse the
+URL, M2), `model_unreachable`, `model_timeout`, `model_http_error` (any 4xx/5xx),
+`model_bad_response` (not JSON, no choices, a malformed message), `model_empty` (no choice,
+or a choice with neither text nor tool calls). Never a hang: a connect timeout, then a deadline
+for the whole answer (checked between reads, so at most one read gap late), and a size cap.
+The API key goes in one header and nowhere else: never in a log line or an error detail.
+
+The endpoint belongs to the tenant, so it is checked against the outbound rules before every
+request. `http_client()` is the one place the HTTP client is built, so the outbound client
+factory that pins checked addresses can replace it.
+"""
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+
+import httpx
+from django.conf import settings
+
+from tools.outbound import OutboundRefused, check_url
+
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+MAX_DETAIL = 300
+_client: httpx.Client | None = None
+_client_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    base_url: str  # e.g. "https://models.example.com/v1"
+    model: str
+    api_key: str = field(default="", repr=False)
+
+    @property
+    def url(self) -> str:
+        return self.base_url.rstrip("/") + "/chat/completions"
+
+
+@dataclass(frozen=True)
+class NativeCall:
+    name: str
+    arguments: str  # the JSON text the model wrote, parsed by the turn
+    id: str = ""
+
+
+@dataclass(frozen=True)
+class Answer:
+    content: str
+    tool_calls: tuple[NativeCall, ...] = ()
+    finish_reason: str = ""
+
+
+class ModelError(Exception):
+    def __init__(self, code: str, detail: str, *, status: int | None = None):
+        super().__init__(f"{code}: {detail}")
+        self.code, self.detail, self.status = code, detail, status
+
+
+def http_client() -> httpx.Client:
+    """The process's HTTP client for model endpoints: pooled, thread-safe, no redirects (a redirect
+    would skip the outbound check). Sized for a threads worker with hundreds of turns in flight."""
+    global _client
+    if _client is None:
+        with _client_lock:
+            if _client is None:
+                _client = httpx.Client(
+                    follow_redirects=False,
+                    limits=httpx.Limits(max_connections=512, max_keepalive_connections=64),
+                    headers={"User-Agent": "asixto-runtime"},
+                )
+    return _client
+
+
+def _timeout(deadline_seconds: float) -> httpx.Timeout:
+    return httpx.Timeout(
+        connect=settings.ASIXTO_MODEL_CONNECT_TIMEOUT, read=deadline_seconds, write=deadline_seconds, pool=deadline_seconds
+    )
+
+
+def _redact(text: str, endpoint: Endpoint) -> str:
+    text = " ".join(str(text).split())[:MAX_DETAIL]
+    return text.replace(endpoint.api_key, "***") if endpoint.api_key else text
+
+
+def complete(*, endpoint: Endpoint, messages: list[dict], tools: list[dict] | None = None, deadline: float | None = None) -> Answer:
+    """One Chat Completions request; the first choice, or ModelError."""
+    deadline = settings.ASIXTO_MODEL_TIMEOUT if deadline is None else deadline
+    if not endpoint.base_url or not endpoint.model:
+        raise ModelError("model_not_configured", "no model endpoint or model name in the agent settings")
+    try:
+        check_url(endpoint.url)
+    except OutboundRefused as exc:
+        raise ModelError("model_refused", exc.message) from exc
+    payload = {"model": endpoint.model, "messages": messages, "stream": False}
+    if tools:
+        payload["tools"] = tools  # in the catalog's order, so the server's prompt cache keeps working (R2)
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if endpoint.api_key:
+        headers["Authorization"] = f"Bearer {endpoint.api_key}"
+    body = _send(endpoint, json.dumps(payload, ensure_ascii=False).encode(), headers, deadline)
+    return parse_answer(body, endpoint)
+
+
+def _send(endpoint: Endpoint, content: bytes, headers: dict, deadline: float) -> bytes:
+    started = time.monotonic()
+    try:
+        with http_client().stream("POST", endpoint.url, content=content, headers=headers, timeout=_timeout(deadline)) as response:
+            chunks, size = [], 0
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > MAX_RESPONSE_BYTES:
+                    raise ModelError("model_bad_response", f"the answer is larger than {MAX_RESPONSE_BYTES} bytes")
+                if time.monotonic() - started > deadline:
+                    raise ModelError("model_timeout", f"no complete answer within {deadline:g} s")
+                chunks.append(chunk)
+            body = b"".join(chunks)
+            status = response.status_code
+    except httpx.TimeoutException as exc:
+        kind = "connect" if isinstance(exc, httpx.ConnectTimeout) else "answer"
+        raise ModelError("model_timeout", f"{kind} timeout after {time.monotonic() - started:.1f} s") from exc
+    except httpx.HTTPError as exc:  # refused, reset, dropped mid-answer, a bad URL
+        raise ModelError("model_unreachable", _redact(f"{type(exc).__name__}: {exc}", endpoint)) from exc
+    if status >= 400:
+        raise ModelError("model_http_error", f"HTTP {status}: {_error_message(body, endpoint)}", status=status)
+    if not 200 <= status < 300:
+        raise ModelError("model_bad_response", f"HTTP {status}", status=status)
+    return body
+
+
+def _error_message(body: bytes, endpoint: Endpoint) -> str:
+    try:
+        data = json.loads(body)
+        error = data.get("error") if isinstance(data, dict) else None
+        message = error.get("message") if isinstance(error, dict) else error or data.get("detail", "")
+    except (ValueError, AttributeError):
+        message = body[:MAX_DETAIL].decode("utf-8", "replace")
+    return _redact(message or "", endpoint)
+
+
+def _text(content) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}, ...]
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict) and isinstance(part.get("text"), str))
+    raise ModelError("model_bad_response", "the message content is neither text nor a list of parts")
+
+
+def _native_calls(raw) -> tuple[NativeCall, ...]:
+    if raw in (None, []):
+        return ()
+    if not isinstance(raw, list):
+        raise ModelError("model_bad_response", "tool_calls is not a list")
+    calls = []
+    for item in raw:
+        function = item.get("function") if isinstance(item, dict) else None
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(name, str) or not name:
+            raise ModelError("model_bad_response", "a tool call without a function name")
+        arguments = function.get("arguments", "")
+        if not isinstance(arguments, str):  # some servers send the object itself
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        calls.append(NativeCall(name=name[:250], arguments=arguments, id=str(item.get("id") or "")[:100]))
+    return tuple(calls)
+
+
+def parse_answer(body: bytes, endpoint: Endpoint) -> Answer:
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise ModelError("model_bad_response", "the answer is not JSON") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+        if isinstance(data, dict) and data.get("error"):
+            raise ModelError("model_http_error", _error_message(body, endpoint))
+        raise ModelError("model_bad_response", "the answer has no choices")
+    if not data["choices"]:
+        raise ModelError("model_empty", "the answer has no choice")
+    choice = data["choices"][0]
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(message, dict):
+        raise ModelError("model_bad_response", "the first choice has no message")
+    answer = Answer(
+        content=_text(message.get("content")),
+        tool_calls=_native_calls(message.get("tool_calls")),
+        finish_reason=str(choice.get("finish_reason") or "")[:40],
+    )
+    if not answer.content.strip() and not answer.tool_calls:
+        raise ModelError("model_empty", "the choice has neither text nor tool calls")
+    return answer

@@ -1,0 +1,183 @@
+"""Tenant-schema models of the agent runtime: conversations and their messages, turns with their
+steps and status events, and truncation logs (R1–R4, R9, R10, A1)."""
+
+import uuid
+
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+CHANNEL_KINDS = [("chat", _("chat")), ("voice", _("voice"))]
+
+
+class Conversation(models.Model):
+    """One customer talking to the agent on one channel. What the channel says about the customer
+    (currency, price list, timezone) travels to every tool call (G1)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    channel_kind = models.CharField(_("channel kind"), max_length=10, choices=CHANNEL_KINDS, default="chat")
+    channel_name = models.CharField(_("channel"), max_length=40, blank=True, help_text=_("e.g. whatsapp, web"))
+    customer_ref = models.CharField(_("customer reference"), max_length=200, blank=True)
+    language = models.CharField(_("language"), max_length=16)
+    currency = models.CharField(_("currency"), max_length=3, blank=True)
+    price_list_id = models.CharField(_("price list"), max_length=100, blank=True)
+    timezone = models.CharField(_("timezone"), max_length=64, default="UTC")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.channel_kind}:{self.channel_name or '-'}:{self.customer_ref or self.pk}"
+
+
+class Message(models.Model):
+    """A message of a conversation: the customer's (posted by the channel) or the agent's reply."""
+
+    class Role(models.TextChoices):
+        CUSTOMER = "customer", _("customer")
+        AGENT = "agent", _("agent")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(_("role"), max_length=10, choices=Role.choices)
+    text = models.TextField(_("text"))
+    # The channel's own id for an inbound message: the same id twice is one message (A1).
+    external_id = models.CharField(_("external id"), max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "external_id"], condition=~models.Q(external_id=""),
+                name="message_unique_external_id",
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.role}: {self.text[:40]}"
+
+
+class Turn(models.Model):
+    """The agent's work on one customer message (R1): a tool loop, then one reply.
+
+    `runner` and `lease_expires_at` let exactly one worker work on a turn at a time; a worker
+    that dies leaves the lease to expire, and a redelivery takes over from the stored steps (R10).
+    """
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", _("queued")
+        RUNNING = "running", _("running")
+        DONE = "done", _("answered")
+        FAILED = "failed", _("failed")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
+    message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="turn")
+    reply = models.OneToOneField(Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="reply_of")
+    status = models.CharField(_("status"), max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    error_code = models.CharField(_("error"), max_length=40, blank=True)
+    error_detail = models.TextField(_("error detail"), blank=True)
+    iterations = models.PositiveSmallIntegerField(_("model calls in the tool loop"), default=0)
+    turn_chars = models.PositiveIntegerField(_("tool result characters used"), default=0)
+    runs = models.PositiveSmallIntegerField(_("runs"), default=0)
+    runner = models.CharField(max_length=40, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    resent_at = models.DateTimeField(null=True, blank=True)  # last time the sweeper sent the task again
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"turn {self.pk} ({self.status})"
+
+    @property
+    def is_finished(self):
+        return self.status in (self.Status.DONE, self.Status.FAILED)
+
+
+class TurnStep(models.Model):
+    """One step of a turn, stored as it happens (R10): a model call (its answer), a tool call (the
+    text the model read), or the reply request. A re-run replays `done` steps from here and
+    sends a `started` tool step again with the same idempotency key."""
+
+    class Kind(models.TextChoices):
+        MODEL = "model", _("model call")
+        TOOL = "tool", _("tool call")
+        REPLY = "reply", _("reply")
+
+    class State(models.TextChoices):
+        STARTED = "started", _("started")
+        DONE = "done", _("done")
+
+    id = models.BigAutoField(primary_key=True)
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="steps")
+    index = models.PositiveSmallIntegerField()
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.STARTED)
+    # Model and reply steps: the assistant message as the loop uses it.
+    response = models.JSONField(null=True, blank=True)
+    # Tool steps.
+    tool_name = models.CharField(max_length=250, blank=True)
+    call_id = models.CharField(max_length=100, blank=True)
+    arguments = models.JSONField(null=True, blank=True)
+    idempotency_key = models.CharField(max_length=200, blank=True)
+    outcome = models.CharField(max_length=30, blank=True)
+    model_text = models.TextField(blank=True)  # what the model read, after both budgets
+    record_id = models.UUIDField(null=True, blank=True)  # the gateway's call record (tools.ToolCall)
+    sends = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["turn", "index"]
+        constraints = [models.UniqueConstraint(fields=["turn", "index"], name="turn_step_unique_index")]
+
+
+class TurnEvent(models.Model):
+    """What a channel shows or says while a turn works (R9), then the reply. The id orders the
+    stream and is the SSE event id."""
+
+    class Kind(models.TextChoices):
+        STATUS = "status", _("status")
+        REPLY = "reply", _("reply")
+
+    id = models.BigAutoField(primary_key=True)
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    text = models.TextField()
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["turn", "id"]
+
+
+class TruncationLog(models.Model):
+    """One cut of a tool result (R4): by the per-result budget (the gateway cut it) or by the
+    turn's budget (cut to what was left, or replaced by the placeholder). Support staff read
+    these; the dashboard ranks tools by how often and how much they overflow."""
+
+    class Kind(models.TextChoices):
+        RESULT = "result", _("per-result budget")
+        TURN = "turn", _("per-turn budget")
+
+    id = models.BigAutoField(primary_key=True)
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="truncations")
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="truncations")
+    tool_name = models.CharField(_("tool"), max_length=250)
+    kind = models.CharField(_("kind"), max_length=10, choices=Kind.choices)
+    original_chars = models.PositiveIntegerField(_("original size (characters)"))
+    kept_chars = models.PositiveIntegerField(_("kept size (characters)"))
+    created_at = models.DateTimeField(_("time"), auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["tool_name", "created_at"], name="truncation_tool_time")]
+
+    def __str__(self):
+        return f"{self.tool_name} {self.kind} {self.original_chars}->{self.kept_chars}"

@@ -1,0 +1,74 @@
+"""Reads of the runtime. Every query runs in the current tenant's schema (T1)."""
+
+from django.db.models import F, Prefetch
+
+from runtime.models import Conversation, Message, TruncationLog, Turn, TurnEvent
+from runtime.reply import Line
+from tenants.selectors import current_tenant
+from tools.models import Tool, ToolCall
+
+HISTORY_MESSAGES = 40
+
+
+def offered_tools(*, channel: str) -> list[Tool]:
+    """The tools a turn on `channel` may offer the model (R2, M7): certified for their current
+    definition, enabled, on an enabled server, allowed by the exposure policy for the channel,
+    in the catalog's order (server slug, then the server's own order) so it never changes
+    between requests and the model server's prompt cache keeps working."""
+    tenant = current_tenant()
+    tools = (
+        Tool.objects.select_related("server")
+        .filter(
+            removed_in__isnull=True, enabled=True, server__enabled=True,
+            certification=Tool.Certification.CERTIFIED, certified_hash=F("definition_hash"),
+        )
+        .order_by("server__slug", "position")
+    )
+    return [tool for tool in tools if tenant.allows_level(channel, tool.level)]
+
+
+def history_before(*, message: Message) -> tuple[list[Line], int]:
+    """The conversation's messages before `message`, oldest first (the newest HISTORY_MESSAGES),
+    and how many older ones there are besides."""
+    earlier = Message.objects.filter(conversation_id=message.conversation_id, created_at__lt=message.created_at).exclude(
+        pk=message.pk
+    )
+    rows = list(earlier.order_by("-created_at").values_list("role", "text")[:HISTORY_MESSAGES])
+    older = earlier.count() - len(rows) if len(rows) == HISTORY_MESSAGES else 0
+    return [Line(role, text) for role, text in reversed(rows)], older
+
+
+def conversations(*, channel_name=None, customer_ref=None):
+    queryset = Conversation.objects.all()
+    if channel_name:
+        queryset = queryset.filter(channel_name=channel_name)
+    if customer_ref:
+        queryset = queryset.filter(customer_ref=customer_ref)
+    return queryset.order_by("-created_at")
+
+
+def turns():
+    return Turn.objects.select_related("conversation", "message", "reply").prefetch_related(
+        Prefetch("events", queryset=TurnEvent.objects.order_by("id")),
+        Prefetch("truncations", queryset=TruncationLog.objects.order_by("id")),
+    )
+
+
+def turn_tool_calls(*, turn: Turn):
+    """The gateway's records of this turn's calls (G9), in the order they were made."""
+    return ToolCall.objects.filter(turn_id=turn.pk).order_by("started_at")
+
+
+def truncation_logs(*, tool_name=None, kind=None, since=None, until=None, turn_id=None):
+    queryset = TruncationLog.objects.all()
+    if tool_name:
+        queryset = queryset.filter(tool_name=tool_name)
+    if kind:
+        queryset = queryset.filter(kind=kind)
+    if since:
+        queryset = queryset.filter(created_at__gte=since)
+    if until:
+        queryset = queryset.filter(created_at__lt=until)
+    if turn_id:
+        queryset = queryset.filter(turn_id=turn_id)
+    return queryset.order_by("-created_at", "-id")

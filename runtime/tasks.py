@@ -1,0 +1,25 @@
+"""Celery tasks of the runtime: thin, load by id and call one service.
+
+`turn_run` acknowledges late and is rejected (so redelivered) when its worker dies: a turn that
+was cut short runs again, and `turn_execute` resumes it from its stored steps (R10).
+`requeue_stalled_turns` (periodic) sends again the turns whose task never reached a worker or
+whose worker died, sooner than the broker's own redelivery."""
+
+from celery import shared_task
+from django_tenants.utils import get_tenant_model, tenant_context
+
+from runtime.turn import stalled_turns_mark_resent, turn_execute
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def turn_run(turn_id):
+    """Run one turn (R1) in the schema the task was sent from."""
+    turn_execute(turn_id=turn_id)
+
+
+@shared_task(ignore_result=True)
+def requeue_stalled_turns():
+    for tenant in get_tenant_model().objects.exclude(schema_name="public"):
+        with tenant_context(tenant):
+            for turn_id in stalled_turns_mark_resent():
+                turn_run.delay(str(turn_id))

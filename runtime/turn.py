@@ -1,0 +1,398 @@
+"""The turn service: everything that changes a turn happens here (R2–R4, R9–R11).
+
+`turn_execute(turn_id=...)` claims the turn (one runner at a time, by lease), then:
+
+1. the tool loop (R2): the model gets the tenant's instructions, the recent conversation, the
+   question and the offered tools (native `tools`, catalog order); each tool call it asks for —
+   natively or written as text (R5) — goes through the gateway; the results, cut to the budgets
+   (R4), go back to it; until it answers, the tenant's iteration limit is reached, or it keeps
+   asking for calls it already made (repetition guard: the same tool with the same arguments
+   is never executed twice in a turn; the model is told so, and two rounds of nothing but
+   repeats end the loop);
+2. the reply (R3): when tools ran, from a clean request (instructions, summary, facts, question);
+   when none did, the loop's first answer already came from such a request;
+3. one reply stored with its event; the gateway's call records flushed.
+
+Redelivery (R10): every step is a `TurnStep` row committed as it happens. A re-run replays the
+finished steps from storage (model answers included, so the step numbers line up), sends an
+unfinished tool step again with the same idempotency key (`turn:<id>:step:<n>`), and the
+reply is stored once (row lock). A model failure ends the turn with an honest reply in the
+customer's language and the error recorded (R11).
+
+Concurrency (P4): the turn holds no database connection while it waits on the model or a tool
+(`_release_db`), so a threads worker can keep hundreds of turns in flight on a few connections.
+"""
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
+
+from runtime import events, selectors
+from runtime.budgets import apply_budgets
+from runtime.model_client import Answer, Endpoint, ModelError, NativeCall, complete
+from runtime.models import Message, TruncationLog, Turn, TurnEvent, TurnStep
+from runtime.reply import Fact, loop_messages, reply_messages
+from runtime.textcalls import clean_reply, parse_text_calls
+from tenants.selectors import current_tenant
+from tools.gateway import CallContext, call_tool, flush_records
+
+log = logging.getLogger(__name__)
+
+VERB_KEY = "com.asixto/verb"
+REPEATED, BAD_ARGUMENTS = "repeated", "invalid_arguments"
+# Rounds in a row in which the model asked only for calls it had already made: it is looping.
+MAX_REPEAT_ROUNDS = 2
+# What a model writes is bounded like anything else that comes from outside.
+MAX_CALLS_PER_ANSWER = 8
+MAX_ARGUMENT_CHARS = 20_000
+MAX_REPLY_CHARS = 8_000
+
+
+class LeaseLost(Exception):
+    """Another runner took the turn over (this one was presumed dead): stop without writing."""
+
+
+@dataclass
+class Call:
+    id: str
+    name: str
+    arguments: dict | None  # None: the model's arguments were not a JSON object
+    raw: str
+
+    @property
+    def signature(self):
+        return self.name, json.dumps(self.arguments, sort_keys=True, ensure_ascii=False) if self.arguments is not None else self.raw
+
+
+@dataclass
+class _Run:
+    turn: Turn
+    runner: str
+    steps: dict[int, TurnStep]
+    tools: dict  # model-visible name → Tool, as offered
+    endpoint: Endpoint
+    language: str
+    used: int = 0
+    index: int = 0
+    facts: list[Fact] = field(default_factory=list)
+    seen: set = field(default_factory=set)
+    tool_steps: int = 0
+
+
+def turn_execute(*, turn_id) -> None:
+    """Run (or resume) one turn in the current tenant's schema. Safe to call twice."""
+    runner = uuid.uuid4().hex
+    turn = _claim(turn_id, runner)
+    if turn is None:
+        return
+    try:
+        _run(turn, runner)
+    except LeaseLost:
+        log.info("turn %s: taken over by another runner", turn_id)
+    except Exception as exc:
+        log.exception("turn %s failed", turn_id)
+        _finish(turn, runner, reply=failure_reply(turn.conversation.language), status=Turn.Status.FAILED,
+                error_code="internal", error_detail=f"{type(exc).__name__}: {str(exc)[:500]}")
+    finally:
+        flush_records()
+
+
+# ---------------------------------------------------------------- claiming and finishing
+
+def stalled_turns_mark_resent(*, now=None) -> list:
+    """Turns to send to a worker again, marked as resent: queued ones whose task never arrived
+    (the broker was down when they were posted), and running ones whose runner's lease ran out
+    (its worker died). Sending one twice is harmless: only one runner can claim a turn."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.ASIXTO_TURN_RESEND_SECONDS)
+    not_recently = Q(resent_at__isnull=True) | Q(resent_at__lt=cutoff)
+    stalled = Turn.objects.filter(not_recently).filter(
+        Q(status=Turn.Status.QUEUED, created_at__lt=cutoff) | Q(status=Turn.Status.RUNNING, lease_expires_at__lt=now)
+    )
+    turn_ids = list(stalled.values_list("pk", flat=True)[:1000])
+    Turn.objects.filter(pk__in=turn_ids).update(resent_at=now)
+    return turn_ids
+
+
+def _lease_until():
+    return timezone.now() + timedelta(seconds=settings.ASIXTO_TURN_LEASE_SECONDS)
+
+
+def _claim(turn_id, runner) -> Turn | None:
+    """Take the turn unless it is finished or another runner holds a live lease."""
+    now = timezone.now()
+    claimed = (
+        Turn.objects.filter(pk=turn_id, status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING])
+        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
+        .update(status=Turn.Status.RUNNING, runner=runner, lease_expires_at=_lease_until(), runs=F("runs") + 1,
+                started_at=Coalesce("started_at", now))
+    )
+    if not claimed:
+        return None
+    return Turn.objects.select_related("conversation", "message").get(pk=turn_id)
+
+
+def _renew(run: _Run, **changes):
+    if not Turn.objects.filter(pk=run.turn.pk, runner=run.runner).update(lease_expires_at=_lease_until(), **changes):
+        raise LeaseLost()
+
+
+def _release_db():
+    """Give the connection back (to the pool, or closed) before a wait of seconds (P4). Inside a
+    transaction (tests that roll back) there is nothing to give back."""
+    if not connection.in_atomic_block:
+        connection.close()
+
+
+def _finish(turn: Turn, runner: str, *, reply: str, status: str, error_code: str = "", error_detail: str = ""):
+    """Store the one reply of the turn, its event, and the final status (R10: once, whatever runs;
+    a runner whose lease another one took over stores nothing)."""
+    _release_db()  # flushing may wait on the record writer: hold no connection meanwhile
+    flush_records()  # the turn's call records are stored before anyone reads the turn as done
+    with transaction.atomic():
+        locked = Turn.objects.select_for_update().get(pk=turn.pk)
+        if locked.reply_id is not None or locked.runner != runner:
+            return
+        message = Message.objects.create(conversation_id=turn.conversation_id, role=Message.Role.AGENT, text=reply)
+        Turn.objects.filter(pk=turn.pk).update(
+            reply=message, status=status, error_code=error_code, error_detail=error_detail[:4000],
+            finished_at=timezone.now(), lease_expires_at=None, runner="",
+        )
+        events.event_add(turn_id=turn.pk, kind=TurnEvent.Kind.REPLY, text=reply,
+                         data={"status": status, **({"error": error_code} if error_code else {})})
+
+
+def failure_reply(language):
+    with translation.override(language):
+        return _("Sorry, I cannot answer right now. Please try again in a few minutes.")
+
+
+def no_answer_reply(language):
+    with translation.override(language):
+        return _("Sorry, I could not find an answer to that. Could you say it in other words?")
+
+
+# ---------------------------------------------------------------- the turn
+
+def _run(turn: Turn, runner: str):
+    tenant = current_tenant()
+    conversation = turn.conversation
+    offered = selectors.offered_tools(channel=conversation.channel_kind)
+    run = _Run(
+        turn=turn, runner=runner, steps={step.index: step for step in turn.steps.all()},
+        tools={tool.prefixed_name: tool for tool in offered},
+        endpoint=Endpoint(tenant.model_base_url, tenant.model_name, tenant.model_api_key),
+        language=conversation.language or tenant.language,
+    )
+    history, older = selectors.history_before(message=turn.message)
+    question = turn.message.text
+    native_tools = [_native_tool(tool) for tool in offered]
+    messages = loop_messages(instructions=tenant.agent_instructions, language=run.language, history=history,
+                             question=question, older=older)
+    try:
+        answer_text, incomplete = _loop(run, messages, native_tools, tenant.iteration_limit, tenant.turn_budget)
+        if answer_text and not run.tool_steps:
+            reply = answer_text
+        else:
+            request = reply_messages(instructions=tenant.agent_instructions, language=run.language, history=history,
+                                     facts=run.facts, question=question, incomplete=incomplete, older=older)
+            reply = _reply_step(run, request)
+    except ModelError as exc:
+        log.info("turn %s: model error %s", turn.pk, exc.code)
+        _finish(turn, runner, reply=failure_reply(run.language), status=Turn.Status.FAILED,
+                error_code=exc.code, error_detail=exc.detail)
+        return
+    if len(reply) > MAX_REPLY_CHARS:
+        reply = reply[:MAX_REPLY_CHARS].rsplit(None, 1)[0] + "…"
+    _finish(turn, runner, reply=reply or no_answer_reply(run.language), status=Turn.Status.DONE,
+            error_code="" if reply else "no_answer")
+
+
+def _native_tool(tool) -> dict:
+    definition = tool.definition
+    return {"type": "function", "function": {
+        "name": tool.prefixed_name,
+        "description": definition.get("description") or definition.get("title") or "",
+        "parameters": definition.get("inputSchema") or {"type": "object", "properties": {}},
+    }}
+
+
+def _loop(run: _Run, messages: list[dict], native_tools: list[dict], limit: int, turn_budget: int) -> tuple[str, bool]:
+    """The tool loop (R2). Returns the model's answer when it gave one without asking for tools,
+    and whether the search for facts ended unfinished (limit reached, or a looping model)."""
+    repeat_rounds = 0
+    for iteration in range(1, limit + 1):
+        answer = _model_step(run, messages, native_tools, iteration)
+        calls, text = _calls_of(run, answer)
+        if not calls:
+            return text, False
+        messages.append({"role": "assistant", "content": text or None, "tool_calls": [
+            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.raw}} for call in calls
+        ]})
+        only_repeats = True
+        for call in calls:
+            result, repeated = _tool_step(run, call, turn_budget)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+            only_repeats = only_repeats and repeated
+        repeat_rounds = repeat_rounds + 1 if only_repeats else 0
+        if repeat_rounds >= MAX_REPEAT_ROUNDS:
+            log.info("turn %s: the model keeps repeating its calls; stopping the loop", run.turn.pk)
+            return "", True
+    return "", True
+
+
+def _next_index(run: _Run) -> int:
+    run.index += 1
+    return run.index
+
+
+def _model_step(run: _Run, messages, native_tools, iteration) -> Answer:
+    index = _next_index(run)
+    stored = run.steps.get(index)
+    if stored is not None and stored.state == TurnStep.State.DONE and stored.kind == TurnStep.Kind.MODEL:
+        return _answer_from(stored.response)
+    _renew(run)
+    _release_db()
+    answer = complete(endpoint=run.endpoint, messages=messages, tools=native_tools)
+    _save_step(run, index, kind=TurnStep.Kind.MODEL, state=TurnStep.State.DONE, response=_answer_to(answer),
+               finished_at=timezone.now())
+    _renew(run, iterations=iteration)
+    return answer
+
+
+def _answer_to(answer: Answer) -> dict:
+    calls = [{"id": call.id, "name": call.name, "arguments": call.arguments} for call in answer.tool_calls]
+    return {"content": answer.content, "tool_calls": calls, "finish_reason": answer.finish_reason}
+
+
+def _answer_from(stored: dict) -> Answer:
+    calls = tuple(NativeCall(name=c["name"], arguments=c["arguments"], id=c.get("id", "")) for c in stored.get("tool_calls", []))
+    return Answer(content=stored.get("content", ""), tool_calls=calls, finish_reason=stored.get("finish_reason", ""))
+
+
+def _calls_of(run: _Run, answer: Answer) -> tuple[list[Call], str]:
+    """The calls the model asked for — native ones, or else the ones written as text (R5) — and
+    its text without any call syntax. Call ids are ours: some servers reuse theirs."""
+    prefix = f"call_{run.index}_"
+    if answer.tool_calls:
+        calls = []
+        for n, native in enumerate(answer.tool_calls[:MAX_CALLS_PER_ANSWER], 1):
+            try:
+                too_long = len(native.arguments) > MAX_ARGUMENT_CHARS
+                arguments = None if too_long else json.loads(native.arguments) if native.arguments.strip() else {}
+            except ValueError:
+                arguments = None
+            calls.append(Call(f"{prefix}{n}", native.name, arguments if isinstance(arguments, dict) else None,
+                              native.arguments[:MAX_ARGUMENT_CHARS]))
+        return calls, clean_reply(answer.content)
+    parsed = parse_text_calls(answer.content, {name: tool.definition.get("inputSchema") or {} for name, tool in run.tools.items()})
+    calls = [
+        Call(f"{prefix}{n}", call.name, call.arguments, json.dumps(call.arguments, ensure_ascii=False))
+        for n, call in enumerate(parsed.calls[:MAX_CALLS_PER_ANSWER], 1)
+    ]
+    return calls, clean_reply(parsed.text)
+
+
+def _save_step(run: _Run, index: int, **values) -> TurnStep:
+    step, _created = TurnStep.objects.update_or_create(turn_id=run.turn.pk, index=index, defaults=values)
+    run.steps[index] = step
+    return step
+
+
+def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:
+    """One tool call through the gateway, or its stored result. Returns what the model reads and
+    whether it was a repeat."""
+    index = _next_index(run)
+    run.tool_steps += 1
+    stored = run.steps.get(index)
+    tool = run.tools.get(call.name)
+    source = (tool.definition.get("_meta") or {}).get(VERB_KEY) if tool else None
+    if stored is not None and stored.state == TurnStep.State.DONE and stored.kind == TurnStep.Kind.TOOL:
+        run.seen.add(call.signature)
+        run.used = (stored.response or {}).get("used_after", run.used)
+        if stored.outcome != REPEATED:
+            run.facts.append(Fact(source or call.name, stored.model_text))
+        return stored.model_text, stored.outcome == REPEATED
+    with translation.override(run.language):
+        if call.signature in run.seen:
+            text = _(
+                "You already called %(name)s with these same arguments in this turn; its result is above. It was "
+                "not called again. Do not repeat the call: answer with what you have."
+            ) % {"name": call.name}
+            _save_step(run, index, kind=TurnStep.Kind.TOOL, state=TurnStep.State.DONE, tool_name=call.name,
+                       call_id=call.id, arguments=call.arguments, outcome=REPEATED, model_text=text,
+                       response={"used_after": run.used}, finished_at=timezone.now())
+            return text, True
+        run.seen.add(call.signature)
+        if call.arguments is None:
+            text = _(
+                "The arguments for %(name)s are not a valid JSON object of at most %(max)d characters. Correct them "
+                "and call the tool again."
+            ) % {"name": call.name, "max": MAX_ARGUMENT_CHARS}
+            _save_step(run, index, kind=TurnStep.Kind.TOOL, state=TurnStep.State.DONE, tool_name=call.name,
+                       call_id=call.id, arguments={"_raw": call.raw[:2000]}, outcome=BAD_ARGUMENTS, model_text=text,
+                       response={"used_after": run.used}, finished_at=timezone.now())
+            return text, False
+    key = f"turn:{run.turn.pk}:step:{index}"
+    step = _save_step(run, index, kind=TurnStep.Kind.TOOL, state=TurnStep.State.STARTED, tool_name=call.name,
+                      call_id=call.id, arguments=call.arguments, idempotency_key=key,
+                      sends=(stored.sends if stored else 0) + 1)
+    if stored is None:
+        # R9: the channel shows or says what the agent is doing, from the tool's own verb.
+        text = events.status_text(verb=source or "", verb_language=current_tenant().language, language=run.language)
+        events.event_add(turn_id=run.turn.pk, kind=TurnEvent.Kind.STATUS, text=text, data={"tool": call.name})
+    _renew(run)
+    _release_db()
+    conversation = run.turn.conversation
+    outcome = call_tool(name=call.name, arguments=call.arguments, context=CallContext(
+        channel=conversation.channel_kind, idempotency_key=key, conversation_id=str(conversation.pk),
+        turn_id=run.turn.pk, price_list_id=conversation.price_list_id, currency=conversation.currency,
+        timezone=conversation.timezone,
+    ))
+    budgeted = apply_budgets(
+        text=outcome.model_text, tool_name=call.name, gateway_truncated=outcome.truncated,
+        result_chars=outcome.result_chars, used=run.used, turn_budget=turn_budget, language=run.language,
+    )
+    with transaction.atomic():
+        TurnStep.objects.filter(pk=step.pk).update(
+            state=TurnStep.State.DONE, outcome=str(outcome.outcome), model_text=budgeted.text, record_id=outcome.record_id,
+            response={"used_after": budgeted.used}, finished_at=timezone.now(),
+        )
+        TruncationLog.objects.bulk_create([
+            TruncationLog(turn_id=run.turn.pk, conversation_id=conversation.pk, tool_name=call.name, kind=cut.kind,
+                          original_chars=cut.original_chars, kept_chars=cut.kept_chars)
+            for cut in budgeted.cuts
+        ])
+        _renew(run, turn_chars=budgeted.used)
+    run.used = budgeted.used
+    run.facts.append(Fact(source or call.name, budgeted.text))
+    return budgeted.text, False
+
+
+def _reply_step(run: _Run, request: list[dict]) -> str:
+    """The reply from the clean request (R3), no tools offered; whatever call syntax the model
+    still writes is removed (R5)."""
+    index = _next_index(run)
+    stored = run.steps.get(index)
+    if stored is not None and stored.state == TurnStep.State.DONE and stored.kind == TurnStep.Kind.REPLY:
+        return clean_reply(_answer_from(stored.response).content)
+    _renew(run)
+    _release_db()
+    try:
+        answer = complete(endpoint=run.endpoint, messages=request)
+    except ModelError as exc:
+        if exc.code != "model_empty":
+            raise
+        answer = Answer(content="")
+    _save_step(run, index, kind=TurnStep.Kind.REPLY, state=TurnStep.State.DONE, response=_answer_to(answer),
+               finished_at=timezone.now())
+    return clean_reply(answer.content)

@@ -1,0 +1,106 @@
+"""The turn's event stream (R9, A1): server-sent events, status while the turn works, then the
+reply; through the real servers the project ships (uvicorn for ASGI, gunicorn gthread for WSGI),
+and through Django's own handler for the details (resume, deadline)."""
+
+import threading
+import time
+
+import httpx
+import pytest
+from django.db import connection
+from httpx_sse import connect_sse
+
+from examples.soporte.server import build_app
+from runtime.models import TurnEvent
+from tests.runtime.runtime_support import agent, queued_turn, register_soporte, run_in_thread
+from tests.support.mcp_servers import serve_asgi
+from tests.support.model_server import ScriptedModel, call, held, say
+from tests.support.web_servers import asgi_server, wsgi_server
+
+SERVERS = {"asgi": asgi_server, "wsgi": wsgi_server}
+
+
+@pytest.mark.parametrize("server", ["asgi", "wsgi"])
+def test_it_streams_status_events_live_then_the_reply(committed_world, django_db_blocker, server):
+    """R9, A1: a client that opened the stream before the turn started sees the status event
+    ("Buscando el producto del catálogo…") while the model is still thinking, then the reply,
+    then the stream ends — under uvicorn (async stream) and gunicorn gthread (sync stream)."""
+    gate = threading.Event()
+    model = ScriptedModel([call("soporte__buscar_producto", {"consulta": "router"}), held(say("ok"), gate),
+                           say("Hay un router disponible.")])
+    world = committed_world
+    with django_db_blocker.unblock(), serve_asgi(build_app()) as tool_url, serve_asgi(model.app()) as model_url, \
+            SERVERS[server]() as web, agent(world, f"{model_url}/v1"):
+        register_soporte(world, tool_url)
+        turn = queued_turn(world, "¿Routers?")
+        connection.set_schema_to_public()
+        received, opened = [], threading.Event()
+
+        def read():
+            headers = {"Authorization": f"Bearer {world.channel_key}"}
+            with httpx.Client(base_url=web, headers=headers, timeout=60) as client, \
+                    connect_sse(client, "GET", f"/api/v1/turns/{turn.pk}/events") as source:
+                assert source.response.status_code == 200
+                assert source.response.headers["content-type"].startswith("text/event-stream")
+                opened.set()
+                for event in source.iter_sse():
+                    received.append((event.event, event.json(), event.id, time.monotonic()))
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        assert opened.wait(60), "the stream did not open"
+        runner = run_in_thread(world, turn)
+        deadline = time.monotonic() + 60
+        while not received and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert received and received[0][0] == "status", received
+        assert not gate.is_set()  # the status arrived while the model was still held
+        gate.set()
+        runner.join(60)
+        reader.join(60)
+    assert not reader.is_alive(), "the stream did not end after the reply"
+    assert [(kind, data["text"]) for kind, data, _id, _at in received] == [
+        ("status", "Buscando el producto del catálogo…"), ("reply", "Hay un router disponible.")]
+    assert received[1][1]["status"] == "done"
+    with world.schema():
+        assert [str(pk) for pk in TurnEvent.objects.filter(turn=turn).order_by("id").values_list("id", flat=True)] == [
+            r[2] for r in received]
+    connection.set_schema_to_public()
+
+
+def read_stream(response) -> list[tuple[str, str]]:
+    assert response.status_code == 200 and response["Content-Type"] == "text/event-stream"
+    text = b"".join(response.streaming_content).decode()
+    events = []
+    for block in text.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line and not line.startswith(":"))
+        if "event" in fields:
+            events.append((fields["event"], fields.get("id", "")))
+    return events
+
+
+def test_a_finished_turns_stream_replays_everything_and_resumes_after_an_id(alpha):
+    """A1, R9: opened late, the stream still gives every event, from storage, and ends after the
+    reply; with `Last-Event-ID` it starts after that event."""
+    turn = queued_turn(alpha, "Hola")
+    with alpha.schema():
+        ids = [TurnEvent.objects.create(turn=turn, kind=kind, text=kind).pk for kind in ("status", "status", "reply")]
+    connection.set_schema_to_public()
+    client = alpha.api(alpha.channel_key)
+    url = f"/api/v1/turns/{turn.pk}/events"
+    assert read_stream(client.get(url)) == [("status", str(ids[0])), ("status", str(ids[1])), ("reply", str(ids[2]))]
+    assert read_stream(client.get(url, HTTP_LAST_EVENT_ID=str(ids[0]))) == [("status", str(ids[1])), ("reply", str(ids[2]))]
+    assert read_stream(client.get(f"{url}?after={ids[1]}")) == [("reply", str(ids[2]))]
+
+
+def test_a_stream_ends_at_its_deadline_with_a_timeout_event(alpha, settings):
+    """A1: a turn that never finishes does not hold the connection forever: after the stream's
+    deadline a `timeout` event tells the client to reconnect (with Last-Event-ID)."""
+    settings.ASIXTO_EVENT_STREAM_SECONDS = 1.5
+    turn = queued_turn(alpha, "Hola")
+    with alpha.schema():
+        status = TurnEvent.objects.create(turn=turn, kind="status", text="Buscando…")
+    connection.set_schema_to_public()
+    started = time.monotonic()
+    events = read_stream(alpha.api(alpha.channel_key).get(f"/api/v1/turns/{turn.pk}/events"))
+    assert events == [("status", str(status.pk)), ("timeout", "")] and time.monotonic() - started < 30

@@ -1,0 +1,139 @@
+"""A small OpenAI-compatible Chat Completions server that plays a script, for runtime tests.
+
+    model = ScriptedModel([call("soporte__buscar_producto", {"consulta": "router"}), say("Hay 2 routers.")])
+    with serve_asgi(model.app()) as url:
+        endpoint = f"{url}/v1"                  # POST {endpoint}/chat/completions
+    model.requests                              # every request body, in order
+
+Each request gets the next move; the last move repeats (a model that repeats a call forever is
+`[call(...)]`). Moves: `say(text)` (prose, may hold a tool call written as text),
+`call(name, arguments)` / `calls(...)` (native tool calls), `status(code, body)` (an HTTP error),
+`garbage()` (a body that is not JSON), `empty()` (no choice), `slow(move, seconds)`,
+`held(move, gate)` (answers once `gate` — a threading.Event — is set); a callable move gets the
+request body and returns a move (a model that answers what it is asked, for concurrent turns).
+`dead_url()` gives a loopback URL where nothing listens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Move:
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "application/json"
+    delay: float = 0.0
+    gate: threading.Event | None = None
+
+
+def _completion(message: dict[str, Any], finish_reason: str) -> bytes:
+    return json.dumps({
+        "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": "scripted",
+        "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }).encode()
+
+
+def say(text: str) -> Move:
+    return Move(body=_completion({"content": text}, "stop"))
+
+
+def calls(*pairs: tuple[str, dict[str, Any] | str], text: str | None = None) -> Move:
+    """Native tool calls; an argument given as a string is sent as it is (malformed JSON included)."""
+    tool_calls = [
+        {"id": f"call_{n}", "type": "function",
+         "function": {"name": name, "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)}}
+        for n, (name, arguments) in enumerate(pairs)
+    ]
+    return Move(body=_completion({"content": text, "tool_calls": tool_calls}, "tool_calls"))
+
+
+def call(name: str, arguments: dict[str, Any] | str, text: str | None = None) -> Move:
+    return calls((name, arguments), text=text)
+
+
+def status(code: int, body: str = '{"error": {"message": "internal error"}}') -> Move:
+    return Move(status=code, body=body.encode())
+
+
+def garbage() -> Move:
+    return Move(body=b"<html>this is not the API you are looking for", content_type="text/html")
+
+
+def empty() -> Move:
+    return Move(body=json.dumps({"id": "x", "object": "chat.completion", "choices": []}).encode())
+
+
+def slow(move: Move, seconds: float) -> Move:
+    return Move(move.status, move.body, move.content_type, seconds, move.gate)
+
+
+def held(move: Move, gate: threading.Event) -> Move:
+    return Move(move.status, move.body, move.content_type, move.delay, gate)
+
+
+@dataclass
+class ScriptedModel:
+    script: list  # Moves, or callables that take the request body and return a Move
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    arrived: threading.Event = field(default_factory=threading.Event)
+
+    def app(self):
+        async def app(scope, receive, send):
+            if scope["type"] == "lifespan":
+                while True:
+                    message = await receive()
+                    await send({"type": message["type"] + ".complete"})
+                    if message["type"] == "lifespan.shutdown":
+                        return
+            body = b""
+            while True:
+                message = await receive()
+                body += message.get("body", b"")
+                if not message.get("more_body"):
+                    break
+            if scope["path"].rstrip("/") != "/v1/chat/completions" or scope["method"] != "POST":
+                await _send(send, 404, b'{"error": {"message": "not found"}}', "application/json")
+                return
+            self.requests.append(json.loads(body))
+            self.headers.append({k.decode().lower(): v.decode() for k, v in scope["headers"]})
+            move = self.script[min(len(self.requests), len(self.script)) - 1]
+            if callable(move):
+                move = move(self.requests[-1])
+            self.arrived.set()
+            if move.gate is not None:
+                deadline = time.monotonic() + 60
+                while not move.gate.is_set() and time.monotonic() < deadline:
+                    await asyncio.sleep(0.01)
+            if move.delay:
+                await asyncio.sleep(move.delay)
+            await _send(send, move.status, move.body, move.content_type)
+
+        return app
+
+    def tool_names(self, request_index: int) -> list[str]:
+        return [tool["function"]["name"] for tool in self.requests[request_index].get("tools", [])]
+
+
+async def _send(send, code: int, body: bytes, content_type: str):
+    headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": code, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def dead_url() -> str:
+    """A loopback URL with nothing listening: connecting is refused at once."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return f"http://127.0.0.1:{port}/v1"

@@ -1,0 +1,76 @@
+"""The project's own web app served for real, for tests of streaming responses:
+
+    with asgi_server() as base_url: ...     # asixto.asgi under uvicorn, in a thread
+    with wsgi_server() as base_url: ...     # asixto.wsgi under gunicorn (gthread), a child process
+
+Both use the test database (the child process gets its name in DATABASE_URL) and the tests'
+Redis database, so they see committed test data (`committed_world`)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+from django.conf import settings
+
+from tests.support.mcp_servers import serve_asgi
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@contextmanager
+def asgi_server():
+    from asixto.asgi import application
+
+    with serve_asgi(application, lifespan="off", shutdown_grace=1.0) as url:
+        yield url
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _database_url() -> str:
+    db = settings.DATABASES["default"]
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+@contextmanager
+def wsgi_server(*, threads: int = 8, startup_timeout: float = 60.0):
+    port = _free_port()
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "DATABASE_URL": _database_url(), "DB_CONN_MAX_AGE": "0"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "asixto.wsgi:application", "--worker-class", "gthread", "--workers", "1",
+         "--threads", str(threads), "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "--timeout", "120"],
+        cwd=ROOT, env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + startup_timeout
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"gunicorn exited with {process.returncode}")
+            try:
+                httpx.get(f"{url}/api/v1/health", timeout=2)
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("gunicorn did not start") from None
+                time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
