@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 import httpx
 from django.conf import settings
 
-from tools.outbound import OutboundRefused, check_url
+from tenants.outbound import OutboundRefused, check_url, refusal_of
+from tenants.outbound_http import outbound_client
 
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 MAX_DETAIL = 300
@@ -62,14 +63,15 @@ class ModelError(Exception):
 
 
 def http_client() -> httpx.Client:
-    """The process's HTTP client for model endpoints: pooled, thread-safe, no redirects (a redirect
-    would skip the outbound check). Sized for a threads worker with hundreds of turns in flight."""
+    """The process's HTTP client for model endpoints: pooled, thread-safe, no redirects, no cookies,
+    and every connection goes to an address the outbound rules checked (M2: a DNS answer that
+    changes between the check and the connection cannot reach a private host). Sized for a
+    threads worker with hundreds of turns in flight."""
     global _client
     if _client is None:
         with _client_lock:
             if _client is None:
-                _client = httpx.Client(
-                    follow_redirects=False,
+                _client = outbound_client(
                     limits=httpx.Limits(max_connections=512, max_keepalive_connections=64),
                     headers={"User-Agent": "asixto-runtime"},
                 )
@@ -124,6 +126,9 @@ def _send(endpoint: Endpoint, content: bytes, headers: dict, deadline: float) ->
         kind = "connect" if isinstance(exc, httpx.ConnectTimeout) else "answer"
         raise ModelError("model_timeout", f"{kind} timeout after {time.monotonic() - started:.1f} s") from exc
     except httpx.HTTPError as exc:  # refused, reset, dropped mid-answer, a bad URL
+        refused = refusal_of(exc)
+        if refused is not None:  # the name now resolves somewhere the rules refuse (M2)
+            raise ModelError("model_refused", refused.message) from exc
         raise ModelError("model_unreachable", _redact(f"{type(exc).__name__}: {exc}", endpoint)) from exc
     if status >= 400:
         raise ModelError("model_http_error", f"HTTP {status}: {_error_message(body, endpoint)}", status=status)

@@ -12,6 +12,7 @@ from runtime.turn import failure_reply
 from tests.runtime.runtime_support import agent, post, run, tenant_settings
 from tests.support.mcp_servers import serve_asgi
 from tests.support.model_server import ScriptedModel, call, dead_url, empty, garbage, say, slow, status
+from tests.support.outbound import PUBLIC_ADDRESS, ConnectionCounter, DnsDouble
 
 KEY = "sk-test-secret-0042"
 TOOLS = [{"type": "function", "function": {"name": f"t{n}", "description": "d", "parameters": {"type": "object"}}}
@@ -82,7 +83,7 @@ def test_it_reports_an_endpoint_where_nothing_listens():
     assert raised.value.code == "model_unreachable"
 
 
-def test_it_applies_the_outbound_rules_to_the_model_endpoint(settings):
+def test_it_applies_the_outbound_rules_to_the_model_endpoint(settings, db):
     """M2, R11: the tenant's endpoint is checked like an MCP server: loopback is refused in production."""
     settings.ASIXTO_ALLOW_PRIVATE_HOSTS = False
     with pytest.raises(ModelError) as raised:
@@ -125,3 +126,17 @@ def test_a_turn_without_a_model_configured_says_so_honestly(alpha):
         turn = run(alpha, post(alpha, "Hola", language="en"))
     assert (turn.status, turn.error_code, turn.reply.text) == ("failed", "model_not_configured", failure_reply("en"))
     assert failure_reply("en") == "Sorry, I cannot answer right now. Please try again in a few minutes."
+
+
+def test_a_model_endpoint_name_that_rebinds_to_loopback_is_never_reached(settings, db, monkeypatch):
+    """M2, R11: the name passes the first check (a public answer), then answers loopback: the
+    model client connects only to checked addresses, so the loopback port sees nothing and the
+    turn gets a refusal, not a connection."""
+    settings.ASIXTO_ALLOW_PRIVATE_HOSTS = False
+    with ConnectionCounter() as target:
+        DnsDouble(monkeypatch, {"models.rebind.test": [PUBLIC_ADDRESS, "127.0.0.1"]})
+        with pytest.raises(ModelError) as raised:
+            complete(endpoint=Endpoint(f"https://models.rebind.test:{target.port}/v1", "m", KEY),
+                     messages=[{"role": "user", "content": "x"}])
+    assert target.count == 0
+    assert raised.value.code == "model_refused"
