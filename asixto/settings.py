@@ -30,6 +30,8 @@ SECRET_KEY = os.environ.get("SECRET_KEY", "asixto-development-only-secret-key-ch
 ASIXTO_ENCRYPTION_KEYS = envlist("ASIXTO_ENCRYPTION_KEYS")
 # Development and tests only: lets tenants register MCP servers on loopback/private hosts (M2).
 ASIXTO_ALLOW_PRIVATE_HOSTS = envbool("ASIXTO_ALLOW_PRIVATE_HOSTS", False)
+# The most one tool call may read from an MCP server; a longer answer is refused (`too_large`).
+ASIXTO_MAX_RESULT_BYTES = envint("ASIXTO_MAX_RESULT_BYTES", 1024 * 1024)
 # The domain tenant subdomains hang from: `<slug>.<ASIXTO_BASE_DOMAIN>`.
 ASIXTO_BASE_DOMAIN = os.environ.get("ASIXTO_BASE_DOMAIN", "localhost")
 

@@ -42,7 +42,8 @@ def assert_timed_out(world, outcome, elapsed):
     assert elapsed < CEILING
     with world.schema():
         record = ToolCall.objects.get(pk=outcome.record_id)
-    assert (record.outcome, record.attempts, record.error_code) == ("timeout", 1, "timeout")
+    assert (record.outcome, record.attempts) == ("timeout", 1)
+    assert record.error_code in ("timeout", "process_timeout")  # the latter says the child was stopped
 
 
 @pytest.mark.parametrize("notifications", [False, True], ids=["keep-alive-comments", "notifications"])

@@ -5,6 +5,7 @@ import socket
 import time
 
 import pytest
+from django.utils import translation
 
 from examples.soporte.definitions import (
     ABRIR_CASO_SOPORTE,
@@ -27,6 +28,13 @@ from tests.support.mcp_apps import (
 from tests.support.mcp_servers import serve_asgi
 from tools.mcp import McpError, ServerTarget, list_tools, probe
 
+
+
+@pytest.fixture(autouse=True)
+def english():
+    # Messages follow the active language (A3); these tests read the English ones.
+    with translation.override("en"):
+        yield
 
 def http(url, **fields):
     return ServerTarget(transport="streamable_http", url=url, **fields)
