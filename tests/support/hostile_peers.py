@@ -10,7 +10,8 @@ endpoint at f"{url}/mcp"). Each keeps the requests it received in `.calls`.
   `total_bytes`, produced chunk by chunk so the peer itself holds little memory.
 - `EchoPeer(mode)`: puts the request's headers (auth included) into a 401 JSON-RPC error body
   (`"401"`), a 500 plain-text body (`"500"`) or a JSON-RPC error at HTTP 200 (`"rpc"`), the way
-  careless servers echo what they got.
+  careless servers echo what they got; or (`"garbled"`) in an answer that is not valid JSON-RPC,
+  which the SDK logs with a quote of it.
 """
 
 from __future__ import annotations
@@ -117,7 +118,15 @@ class EchoPeer(_Peer):
         self.mode = mode
 
     async def answer(self, request, headers, send):
-        echoed = "; ".join(f"{name}: {value}" for name, value in headers.items())
+        # The secrets first, so no quoting library cuts them off.
+        ordered = sorted(headers.items(), key=lambda item: item[0] not in ("authorization", "x-api-key"))
+        echoed = "; ".join(f"{name}: {value}" for name, value in ordered)
+        if self.mode == "garbled":
+            await _start(send, 200, b"application/json")
+            # Short enough that a quoting library shows it whole (pydantic keeps a value's ends).
+            body = {"jsonrpc": "2.0", "id": request["id"], "result": headers.get("authorization", "")}
+            await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+            return
         if self.mode == "500":
             await _start(send, 500, b"text/plain")
             await send({"type": "http.response.body", "body": f"crashed handling {echoed}".encode()})

@@ -31,6 +31,7 @@ from tools.gateway.results import all_errors, classify, compiled
 from tools.gateway.sanitize import cut, model_text
 from tools.mcp.errors import redact, redact_params, render_error, safe_url, secrets_of
 from tools.mcp.failures import FINAL_CODES
+from tools.mcp.log_redaction import secrets_in_scope
 from tools.mcp.meta import call_meta
 from tools.models import McpServer, Tool, ToolCall
 from tools.outbound import OutboundRefused, check_url
@@ -157,51 +158,64 @@ def _call(tool, shown_name, arguments, context, tenant) -> CallOutcome:
     return _judge(tool, shown_name, result, outcome, context, tenant)
 
 
+@dataclass
+class _Route:
+    """How one call reaches its server, fixed before the first attempt."""
+
+    server: McpServer
+    headers: dict
+    secrets: list[str]
+    deadline: float  # time.monotonic() by which the whole call is over (G3)
+    target: object = None  # the SDK's ServerTarget; None for the direct POST
+
+
 def _send(tool, arguments, context, company_id):
     """Attempts until an answer, a timeout, the deadline, or MAX_ATTEMPTS dropped/refused
     connections (G3)."""
     server = tool.server
     outcome = CallOutcome(outcome=ToolCall.Outcome.OK, model_text="")
-    timeout = server.timeout_seconds
-    deadline = time.monotonic() + timeout
     headers = server.headers
-    secrets = secrets_of(headers)
+    route = _Route(server, headers, secrets_of(headers), time.monotonic() + server.timeout_seconds)
     direct = server.transport == McpServer.Transport.STREAMABLE_HTTP and not server.is_legacy and server.discover_result
-    max_bytes = settings.ASIXTO_MAX_RESULT_BYTES
     # Refusals are recorded in English (the `error` of logs), whatever language the call runs in.
     with translation.override("en"):
         try:
             if server.transport != McpServer.Transport.STDIO:
                 check_url(server.url)  # again at call time, on every path: DNS answers change (M2)
-            target = None if direct else server_target(server)
+            route.target = None if direct else server_target(server)
         except OutboundRefused as exc:
             params = {"url": safe_url(server.url), "detail": exc.message}
-            return _failed(outcome, ToolCall.Outcome.REFUSED, "outbound_refused", params, secrets, tool), None
+            return _failed(outcome, ToolCall.Outcome.REFUSED, "outbound_refused", params, route.secrets, tool), None
         except Exception as exc:  # an unapproved command, a bad URL: the server cannot be reached
-            detail = str(getattr(exc, "message", None) or exc)
-            return _failed(outcome, ToolCall.Outcome.CONNECT_ERROR, "unreachable", {"detail": detail}, secrets, tool), None
+            params = {"detail": str(getattr(exc, "message", None) or exc)}
+            return _failed(outcome, ToolCall.Outcome.CONNECT_ERROR, "unreachable", params, route.secrets, tool), None
+    with secrets_in_scope(route.secrets):  # whatever the libraries underneath log, without them (T7)
+        return _attempts(tool, route, arguments, context, company_id, outcome)
+
+
+def _attempts(tool, route, arguments, context, company_id, outcome):
+    server, max_bytes = route.server, settings.ASIXTO_MAX_RESULT_BYTES
     for attempt in range(1, MAX_ATTEMPTS + 1):
         request_id = f"req_{uuid.uuid4().hex[:20]}"
         outcome.attempts, outcome.request_ids = attempt, [*outcome.request_ids, request_id]
         meta = build_meta(context, request_id, company_id)
         try:
-            if direct:
+            if route.target is None:
                 answer = http.call(
-                    url=server.url, headers=headers, name=tool.name, arguments=arguments, meta=meta,
-                    deadline=deadline, timeout=timeout, max_bytes=max_bytes,
+                    url=server.url, headers=route.headers, name=tool.name, arguments=arguments, meta=meta,
+                    deadline=route.deadline, timeout=server.timeout_seconds, max_bytes=max_bytes,
                 )
                 return outcome, answer.result
-            bounded = dataclasses.replace(
-                target, operation_timeout=max(deadline - time.monotonic(), 0.001), max_response_bytes=max_bytes
-            )
-            return outcome, mcp.call_tool(bounded, tool.name, arguments, meta=meta)
+            left = max(route.deadline - time.monotonic(), 0.001)
+            target = dataclasses.replace(route.target, operation_timeout=left, max_response_bytes=max_bytes)
+            return outcome, mcp.call_tool(target, tool.name, arguments, meta=meta)
         except mcp.McpError as exc:
             outcome.http_status, outcome.retry_after = exc.http_status, exc.retry_after
             pause = 0.05 * 2**attempt * (0.5 + random.random())
             retry = exc.kind in RETRYABLE and exc.code not in FINAL_CODES and attempt < MAX_ATTEMPTS
-            if not retry or deadline - time.monotonic() < pause + MIN_RETRY_SECONDS:
+            if not retry or route.deadline - time.monotonic() < pause + MIN_RETRY_SECONDS:
                 kind = KIND_OUTCOME.get(exc.kind, ToolCall.Outcome.PROTOCOL_ERROR)
-                return _failed(outcome, kind, exc.code, exc.params, secrets, tool), None
+                return _failed(outcome, kind, exc.code, exc.params, route.secrets, tool), None
             time.sleep(pause)
     raise AssertionError("unreachable")
 

@@ -47,6 +47,7 @@ from pydantic import ValidationError
 from tools.mcp.bounds import ByteBudget
 from tools.mcp.errors import McpError, parse_retry_after, redact, safe_url, secrets_of, shorten
 from tools.mcp.failures import http_status_error, transport_failure
+from tools.mcp.log_redaction import secrets_in_scope
 from tools.mcp.http import (
     HttpStatusWatch,
     is_failure_status,
@@ -95,7 +96,7 @@ async def run_operation(
     """Connect, negotiate, run `operation`, disconnect; raise only `McpError` for server trouble."""
     exchange = Exchange(target)
     try:
-        with anyio.fail_after(target.total_timeout):
+        with secrets_in_scope(exchange.secrets), anyio.fail_after(target.total_timeout):
             async with open_session(target, exchange, probe=probe) as session:
                 return await operation(session, exchange)
     except McpError:
