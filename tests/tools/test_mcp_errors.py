@@ -4,6 +4,9 @@ reader's language when read; English for logs; safe to pickle (Celery) and to st
 import json
 import pickle
 
+import httpx
+import httpx2
+
 from django.utils import translation
 
 from tests.support.faults import FaultyPeer
@@ -12,6 +15,8 @@ from tests.tools.gateway_support import certified_tool, context
 from tools.gateway import call_tool
 from tools.mcp import McpError
 from tools.mcp.errors import MESSAGES, render_error
+from tools.mcp.failures import FINAL_CODES, transport_failure
+from tools.outbound import OutboundRefused
 from tools.models import ToolCall
 
 
@@ -27,6 +32,21 @@ def test_an_error_carries_a_code_and_plain_params_and_survives_pickling():
     with translation.override("es"):
         assert str(copy) == "The MCP server at https://crm.example.com/mcp answered HTTP 429 to tools/list. It asks to retry after 30 s."
         assert copy.message == render_error("http_status", copy.params)
+
+
+def test_both_stacks_classify_a_connect_time_refusal_as_final():
+    """M2, G3: the outbound rules re-checked by a client's network backend refuse a connection
+    inside httpx's (or httpx2's) ConnectError; it is `outbound_refused`, never retried."""
+    for stack in (httpx, httpx2):
+        try:
+            try:
+                raise OutboundRefused("127.0.0.1 is a loopback address; the platform does not connect there.")
+            except OutboundRefused as refusal:
+                raise stack.ConnectError("refused") from refusal
+        except stack.ConnectError as error:
+            failure = transport_failure([error], server={"url": "https://x.example/mcp"}, method="tools/call x", limits={})
+        assert (failure.kind, failure.code) == ("connect", "outbound_refused") and failure.code in FINAL_CODES
+        assert "loopback" in str(failure)
 
 
 def test_every_code_renders_without_missing_values():

@@ -215,6 +215,8 @@ def _attempts(tool, route, arguments, context, company_id, outcome):
             retry = exc.kind in RETRYABLE and exc.code not in FINAL_CODES and attempt < MAX_ATTEMPTS
             if not retry or route.deadline - time.monotonic() < pause + MIN_RETRY_SECONDS:
                 kind = KIND_OUTCOME.get(exc.kind, ToolCall.Outcome.PROTOCOL_ERROR)
+                if exc.code == "outbound_refused":  # refused at connect time, as up front (M2)
+                    kind = ToolCall.Outcome.REFUSED
                 return _failed(outcome, kind, exc.code, exc.params, route.secrets, tool), None
             time.sleep(pause)
     raise AssertionError("unreachable")

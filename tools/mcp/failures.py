@@ -3,7 +3,9 @@ the SDK transports (httpx2) raise parallel exception classes, and the same failu
 same `McpError` on both (kind, code, params), with the same secrets kept out.
 
     connect     refused, timed out, unresolvable, TLS certificate that does not verify
-                (`tls_unverified`, which is never worth a retry), anything else before sending
+                (`tls_unverified`), refused by the platform's outbound rules at connect time
+                (`outbound_refused`: the client's network backend re-checks every address, M2);
+                those two are never worth a retry; anything else before sending
     timeout     no answer within the deadline (read, write or pool wait)
     dropped     the connection broke after the request went out: it may have run
 """
@@ -19,6 +21,7 @@ import httpx
 import httpx2
 
 from tools.mcp.errors import McpError, redact, shorten
+from tools.outbound import OutboundRefused
 
 _CONNECT = (httpx.ConnectError, httpx2.ConnectError)
 _CONNECT_TIMEOUT = (httpx.ConnectTimeout, httpx2.ConnectTimeout)
@@ -26,7 +29,7 @@ _TIMEOUT = (httpx.TimeoutException, httpx2.TimeoutException, TimeoutError)
 _TRANSPORT = (httpx.TransportError, httpx2.TransportError)
 
 # A certificate problem is final: a retry meets the same certificate (M2 has no switch).
-FINAL_CODES = frozenset({"tls_unverified"})
+FINAL_CODES = frozenset({"tls_unverified", "outbound_refused"})
 
 
 def transport_failure(
@@ -54,6 +57,9 @@ def transport_failure(
 def connect_reason(error: BaseException) -> tuple[str, str]:
     """(code, detail) for a connection that could not be made."""
     causes = list(_causes(error))
+    refusal = next((cause for cause in causes if isinstance(cause, OutboundRefused)), None)
+    if refusal is not None:
+        return "outbound_refused", shorten(str(refusal.message), 300)
     text = " ".join(str(cause) for cause in causes)
     if any(isinstance(cause, ssl.SSLCertVerificationError) for cause in causes) or "CERTIFICATE_VERIFY_FAILED" in text:
         return "tls_unverified", ""
