@@ -33,6 +33,8 @@ ASIXTO_ENCRYPTION_KEYS = envlist("ASIXTO_ENCRYPTION_KEYS")
 ASIXTO_ALLOW_PRIVATE_HOSTS = envbool("ASIXTO_ALLOW_PRIVATE_HOSTS", False)
 # How many MCP servers a tenant may register unless an operator set its own quota.
 ASIXTO_DEFAULT_SERVER_QUOTA = envint("ASIXTO_DEFAULT_SERVER_QUOTA", 20)
+# The most one tool call may read from an MCP server; a longer answer is refused (`too_large`).
+ASIXTO_MAX_RESULT_BYTES = envint("ASIXTO_MAX_RESULT_BYTES", 1024 * 1024)
 # The domain tenant subdomains hang from: `<slug>.<ASIXTO_BASE_DOMAIN>`.
 ASIXTO_BASE_DOMAIN = os.environ.get("ASIXTO_BASE_DOMAIN", "localhost")
 

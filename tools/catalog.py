@@ -4,13 +4,10 @@ prefixed names. Plain functions over plain data; the sync service wraps them."""
 import hashlib
 import json
 
-PREFIX_SEPARATOR = "__"
+# One definition of the model-visible name, where the M6 rule that checks it lives.
+from tools.rules.names import prefixed_name  # noqa: F401 (re-exported for the sync)
+
 MAX_MODEL_NAME = 64
-
-
-def prefixed_name(server_slug: str, tool_name: str) -> str:
-    """The name the model sees (M6). The server only ever sees `tool_name`."""
-    return f"{server_slug}{PREFIX_SEPARATOR}{tool_name}"
 
 
 def definition_hash(definition: dict) -> str:

@@ -215,6 +215,7 @@ class ToolCall(models.Model):
         INVALID_OUTPUT = "invalid_output", _("invalid output")
         UNSUPPORTED_RESULT = "unsupported_result", _("unsupported result")
         INVALID_ARGUMENTS = "invalid_arguments", _("invalid arguments")
+        TOO_LARGE = "too_large", _("result too large")
         REFUSED = "refused", _("refused by policy")
         UNAVAILABLE = "unavailable", _("tool unavailable")
 
@@ -238,7 +239,11 @@ class ToolCall(models.Model):
     duration_ms = models.FloatField(default=0)
     outcome = models.CharField(max_length=20, choices=Outcome.choices, db_index=True)
     http_status = models.PositiveSmallIntegerField(null=True, blank=True)
-    error = models.TextField(blank=True)
+    error = models.TextField(blank=True)  # English, for logs and operators
+    # What went wrong as a stable code and plain values (tools.mcp.errors), so each reader sees
+    # it in their own language (A3); empty for failures that are not the server's.
+    error_code = models.CharField(max_length=40, blank=True, default="")
+    error_params = models.JSONField(default=dict, blank=True)
     arguments = models.JSONField(default=dict)
     result_chars = models.PositiveIntegerField(default=0)
     model_chars = models.PositiveIntegerField(default=0)
@@ -251,3 +256,12 @@ class ToolCall(models.Model):
 
     def __str__(self):
         return f"{self.tool_name} {self.outcome}"
+
+    @property
+    def error_text(self):
+        """The error in the active language when it has a code, else the stored text."""
+        if not self.error_code:
+            return self.error
+        from tools.mcp.errors import render_error  # the connection layer loads the MCP SDK
+
+        return render_error(self.error_code, self.error_params)

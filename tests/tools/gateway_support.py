@@ -1,5 +1,7 @@
 """Shared set-up for gateway tests: a certified tool on a server at a given URL."""
 
+import json
+
 from tests.support.faults import MODERN_DISCOVER
 from tests.tools.contract_samples import good
 from tools.catalog import definition_hash, prefixed_name
@@ -17,12 +19,15 @@ SEARCH = good(
 )
 
 
-def certified_tool(world, url, definition=SEARCH, *, slug="crm", timeout=2.0):
-    """A tool as a sync would leave it: certified for this definition, discovery cached."""
+def certified_tool(world, url, definition=SEARCH, *, slug="crm", timeout=2.0, transport="streamable_http",
+                   path="/mcp", discover=MODERN_DISCOVER, headers=None, command=""):
+    """A tool as a sync would leave it: certified for this definition, discovery cached (with
+    `discover=None` the gateway negotiates through the SDK, as for a server never probed)."""
     with world.schema():
         server = McpServer.objects.create(
-            slug=slug, transport="streamable_http", url=f"{url}/mcp", discover_result=MODERN_DISCOVER,
-            protocol_version="2026-07-28", timeout_seconds=timeout,
+            slug=slug, transport=transport, url=f"{url}{path}" if url else "", command=command,
+            discover_result=discover, protocol_version="2026-07-28", timeout_seconds=timeout,
+            auth_headers=json.dumps(headers) if headers else "",
         )
         digest = definition_hash(definition)
         return Tool.objects.create(

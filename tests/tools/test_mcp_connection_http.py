@@ -5,6 +5,7 @@ import socket
 import time
 
 import pytest
+from django.utils import translation
 
 from examples.soporte.definitions import (
     ABRIR_CASO_SOPORTE,
@@ -27,6 +28,13 @@ from tests.support.mcp_apps import (
 from tests.support.mcp_servers import serve_asgi
 from tools.mcp import McpError, ServerTarget, list_tools, probe
 
+
+
+@pytest.fixture(autouse=True)
+def english():
+    # Messages follow the active language (A3); these tests read the English ones.
+    with translation.override("en"):
+        yield
 
 def http(url, **fields):
     return ServerTarget(transport="streamable_http", url=url, **fields)
@@ -143,14 +151,17 @@ def test_it_rejects_a_listing_that_is_not_valid_mcp(pages, expected):
 
 
 def test_it_times_out_on_a_server_that_never_answers():
-    """G3: a hanging server is a `timeout` within the request timeout, never a hang."""
+    """G3: a hanging server is a `timeout` that names the limit it missed, never a hang. Only a
+    generous ceiling on the wall clock (speed belongs in bench/, not in a test on a busy machine)."""
     with serve_asgi(hanging_app()) as base_url:
         started = time.monotonic()
         with pytest.raises(McpError) as caught:
             probe(http(f"{base_url}/mcp", timeout=1.0))
         elapsed = time.monotonic() - started
-    assert caught.value.kind == "timeout"
-    assert 0.9 < elapsed < 2.0
+    assert (caught.value.kind, caught.value.code) == ("timeout", "timeout")
+    assert caught.value.params["timeout"] == 1.0
+    assert "did not answer server/discover in time (1 s per request" in str(caught.value)
+    assert elapsed < 10 * 3.0
 
 
 def test_it_tells_a_dropped_connection_from_one_never_made():
@@ -193,9 +204,10 @@ def test_it_keeps_url_credentials_and_query_out_of_messages():
     assert "pa55word-xyz" not in message and "k-777777" not in message
 
 
-def test_it_lists_a_thousand_tools_well_under_a_second():
-    """M5 (P2 budget): 1,000 tools in pages of 100 from a loopback server, with the cached
-    discover, in well under a second; the figure is printed for the report."""
+def test_it_lists_a_thousand_tools_in_pages():
+    """M5: 1,000 tools in pages of 100 from a loopback server, with the cached discover, come back
+    complete and in order, again and again; the time is printed, not asserted (P2 is measured by
+    bench/catalog_sync.py)."""
     catalog = make_tools(1000)
     with serve_asgi(streamable_app(build_catalog_server(catalog, page_size=100))) as base_url:
         target = http(f"{base_url}/mcp", discover=probe(http(f"{base_url}/mcp")).discover)
@@ -208,4 +220,3 @@ def test_it_lists_a_thousand_tools_well_under_a_second():
     assert tools == catalog
     best = min(timings)
     print(f"\n1,000 tools over streamable HTTP (10 pages): best {best * 1000:.0f} ms of {len(timings)}")
-    assert best < 0.5

@@ -2,12 +2,20 @@
 server served with the SDK's SseServerTransport (`GET /sse`, `POST /messages/`)."""
 
 import pytest
+from django.utils import translation
 
 from tests.support.catalog_server import build_catalog_server, make_tools
 from tests.support.mcp_apps import recording, require_bearer, sse_app, status_app
 from tests.support.mcp_servers import serve_asgi
 from tools.mcp import McpError, ServerTarget, list_tools, probe
 
+
+
+@pytest.fixture(autouse=True)
+def english():
+    # Messages follow the active language (A3); these tests read the English ones.
+    with translation.override("en"):
+        yield
 
 def sse(url, **fields):
     return ServerTarget(transport="sse", url=url, **fields)

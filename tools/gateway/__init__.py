@@ -1,7 +1,8 @@
 """The gateway: the one call path from an agent (or the test console) to a tenant's tool.
 
-    call.py      call_tool(): lookup, policy, validation, _meta, retries, classification, record
-    http.py      tools/call as one POST over stateless streamable HTTP, pooled per server
+    call.py      call_tool(): lookup, policy, validation, _meta, retries within one deadline,
+                 classification, record
+    http.py      tools/call as one POST over stateless streamable HTTP, pooled, streamed and bounded
     results.py   classify a result (G4–G6), compiled validators cached per definition
     sanitize.py  the text the model reads (G7, G8, R4)
     records.py   call records written in batches off the critical path (G9)

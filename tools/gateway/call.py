@@ -4,8 +4,15 @@ Look up the available tool → check the tenant's exposure policy for this chann
 arguments against inputSchema → build `_meta` → send (retrying a dropped or refused connection
 with the same idempotency key, never a timeout) → classify → sanitise → record. Whatever
 happens, the caller gets a `CallOutcome` with the exact text the model will read.
+
+One deadline bounds the whole call, retries included: the server's `timeout_seconds` from the
+first attempt on (G3), on every path (the direct POST, the SDK's HTTP transports, stdio). At most
+ASIXTO_MAX_RESULT_BYTES are read from the server per call; more is `too_large`. A failure is
+recorded as a code and plain params (rendered in each reader's language, A3) and as English text
+for logs, with every configured secret of the server blanked out of both (T7).
 """
 
+import dataclasses
 import logging
 import random
 import time
@@ -22,6 +29,10 @@ from tools.catalog_cache import cached
 from tools.gateway import http, records
 from tools.gateway.results import all_errors, classify, compiled
 from tools.gateway.sanitize import cut, model_text
+from tools.mcp.errors import redact, redact_params, render_error, safe_url, secrets_of
+from tools.mcp.failures import FINAL_CODES
+from tools.mcp.log_redaction import secrets_in_scope
+from tools.mcp.meta import call_meta
 from tools.models import McpServer, Tool, ToolCall
 from tools.outbound import OutboundRefused, check_url
 from tools.services import server_target
@@ -37,7 +48,10 @@ KIND_OUTCOME = {
     "http": ToolCall.Outcome.HTTP_ERROR,
     "protocol": ToolCall.Outcome.PROTOCOL_ERROR,
     "process": ToolCall.Outcome.DROPPED,
+    "too_large": ToolCall.Outcome.TOO_LARGE,
 }
+# A retry never starts with less than this left: it could only end as a timeout.
+MIN_RETRY_SECONDS = 0.05
 
 
 @dataclass
@@ -66,7 +80,9 @@ class CallOutcome:
     duration_ms: float = 0.0
     http_status: int | None = None
     retry_after: float | None = None
-    error: str = ""
+    error: str = ""  # English, secrets blanked: for logs and operators
+    error_code: str = ""  # with error_params, what a reader sees in their own language (A3)
+    error_params: dict = field(default_factory=dict)
     violations: list[dict] = field(default_factory=list)
     truncated: bool = False
     error_type: str = ""
@@ -79,17 +95,12 @@ class CallOutcome:
 
 
 def build_meta(context: CallContext, request_id: str, company_id: str) -> dict:
-    """The eight `com.asixto/` keys (G1); they travel in params._meta, never in arguments."""
-    return {
-        "com.asixto/idempotencyKey": context.idempotency_key,
-        "com.asixto/conversationId": context.conversation_id,
-        "com.asixto/requestId": request_id,
-        "com.asixto/channel": context.channel,
-        "com.asixto/companyId": context.company_id or company_id,
-        "com.asixto/priceListId": context.price_list_id,
-        "com.asixto/currency": context.currency,
-        "com.asixto/timezone": context.timezone,
-    }
+    """The eight `com.asixto/` keys (G1) for this caller; they travel in params._meta."""
+    return call_meta(
+        idempotency_key=context.idempotency_key, conversation_id=context.conversation_id, request_id=request_id,
+        channel=context.channel, company_id=context.company_id or company_id, price_list_id=context.price_list_id,
+        currency=context.currency, timezone=context.timezone,
+    )
 
 
 def find_tool(*, name: str | None = None, tool_id=None) -> Tool | None:
@@ -147,45 +158,86 @@ def _call(tool, shown_name, arguments, context, tenant) -> CallOutcome:
     return _judge(tool, shown_name, result, outcome, context, tenant)
 
 
+@dataclass
+class _Route:
+    """How one call reaches its server, fixed before the first attempt."""
+
+    server: McpServer
+    headers: dict
+    secrets: list[str]
+    deadline: float  # time.monotonic() by which the whole call is over (G3)
+    target: object = None  # the SDK's ServerTarget; None for the direct POST
+
+
 def _send(tool, arguments, context, company_id):
-    """Attempts until an answer, a timeout, or MAX_ATTEMPTS dropped/refused connections (G3)."""
+    """Attempts until an answer, a timeout, the deadline, or MAX_ATTEMPTS dropped/refused
+    connections (G3)."""
     server = tool.server
     outcome = CallOutcome(outcome=ToolCall.Outcome.OK, model_text="")
+    headers = server.headers
+    route = _Route(server, headers, secrets_of(headers), time.monotonic() + server.timeout_seconds)
     direct = server.transport == McpServer.Transport.STREAMABLE_HTTP and not server.is_legacy and server.discover_result
-    try:
-        target = None if direct else server_target(server)
-        if direct:
-            check_url(server.url)  # again at call time: DNS answers change (M2)
-    except OutboundRefused as exc:
-        return _failed(outcome, ToolCall.Outcome.REFUSED, exc.message, tool), None
-    except Exception as exc:  # an unapproved command, a bad URL: the server cannot be reached
-        return _failed(outcome, ToolCall.Outcome.CONNECT_ERROR, getattr(exc, "message", str(exc)), tool), None
+    # Refusals are recorded in English (the `error` of logs), whatever language the call runs in.
+    with translation.override("en"):
+        try:
+            if server.transport != McpServer.Transport.STDIO:
+                check_url(server.url)  # again at call time, on every path: DNS answers change (M2)
+            route.target = None if direct else server_target(server)
+        except OutboundRefused as exc:
+            params = {"url": safe_url(server.url), "detail": exc.message}
+            return _failed(outcome, ToolCall.Outcome.REFUSED, "outbound_refused", params, route.secrets, tool), None
+        except Exception as exc:  # an unapproved command, a bad URL: the server cannot be reached
+            params = {"detail": str(getattr(exc, "message", None) or exc)}
+            return _failed(outcome, ToolCall.Outcome.CONNECT_ERROR, "unreachable", params, route.secrets, tool), None
+    with secrets_in_scope(route.secrets):  # whatever the libraries underneath log, without them (T7)
+        return _attempts(tool, route, arguments, context, company_id, outcome)
+
+
+def _attempts(tool, route, arguments, context, company_id, outcome):
+    server, max_bytes = route.server, settings.ASIXTO_MAX_RESULT_BYTES
     for attempt in range(1, MAX_ATTEMPTS + 1):
         request_id = f"req_{uuid.uuid4().hex[:20]}"
         outcome.attempts, outcome.request_ids = attempt, [*outcome.request_ids, request_id]
         meta = build_meta(context, request_id, company_id)
         try:
-            if direct:
+            if route.target is None:
                 answer = http.call(
-                    url=server.url, headers=server.headers, name=tool.name, arguments=arguments, meta=meta,
-                    timeout=server.timeout_seconds,
+                    url=server.url, headers=route.headers, name=tool.name, arguments=arguments, meta=meta,
+                    deadline=route.deadline, timeout=server.timeout_seconds, max_bytes=max_bytes,
                 )
                 return outcome, answer.result
+            left = max(route.deadline - time.monotonic(), 0.001)
+            target = dataclasses.replace(route.target, operation_timeout=left, max_response_bytes=max_bytes)
             return outcome, mcp.call_tool(target, tool.name, arguments, meta=meta)
         except mcp.McpError as exc:
             outcome.http_status, outcome.retry_after = exc.http_status, exc.retry_after
-            if exc.kind not in RETRYABLE or attempt == MAX_ATTEMPTS:
-                return _failed(outcome, KIND_OUTCOME.get(exc.kind, ToolCall.Outcome.PROTOCOL_ERROR), exc.message, tool), None
-            time.sleep(0.05 * 2**attempt * (0.5 + random.random()))
+            pause = 0.05 * 2**attempt * (0.5 + random.random())
+            retry = exc.kind in RETRYABLE and exc.code not in FINAL_CODES and attempt < MAX_ATTEMPTS
+            if not retry or route.deadline - time.monotonic() < pause + MIN_RETRY_SECONDS:
+                kind = KIND_OUTCOME.get(exc.kind, ToolCall.Outcome.PROTOCOL_ERROR)
+                if exc.code == "outbound_refused":  # refused at connect time, as up front (M2)
+                    kind = ToolCall.Outcome.REFUSED
+                return _failed(outcome, kind, exc.code, exc.params, route.secrets, tool), None
+            time.sleep(pause)
     raise AssertionError("unreachable")
 
 
-def _failed(outcome, kind, error, tool):
-    outcome.outcome, outcome.error = kind, error
+def _failed(outcome, kind, code, params, secrets, tool):
+    """The outcome of a call that got no answer: what the model reads, and what is recorded."""
+    outcome.outcome, outcome.error_code = kind, code
+    # Blanked again here, whatever produced the params: no secret reaches a record or a log (T7).
+    outcome.error_params = redact_params(params, secrets)
+    with translation.override("en"):
+        outcome.error = redact(render_error(code, outcome.error_params), secrets)
     if kind == ToolCall.Outcome.TIMEOUT:
         outcome.model_text = _("The tool %(name)s did not answer in time. Go on without its result and do not invent it.") % {
             "name": tool.prefixed_name
         }
+    elif kind == ToolCall.Outcome.TOO_LARGE:
+        outcome.model_text = _(
+            "The tool %(name)s answered with more data than the platform accepts. Do not invent its result; "
+            "tell the customer it cannot be done right now."
+        ) % {"name": tool.prefixed_name}
     else:
         outcome.model_text = _(
             "The tool %(name)s could not be reached. Do not invent its result; tell the customer it cannot be done right now."
@@ -224,7 +276,8 @@ def _record(tool, shown_name, arguments, context, outcome, started_at):
         "turn_id": context.turn_id, "conversation_id": context.conversation_id, "channel": context.channel,
         "idempotency_key": context.idempotency_key, "request_ids": outcome.request_ids, "attempts": outcome.attempts,
         "started_at": started_at, "duration_ms": round(outcome.duration_ms, 3), "outcome": str(outcome.outcome),
-        "http_status": outcome.http_status, "error": outcome.error[:2000],
+        "http_status": outcome.http_status, "error": outcome.error[:2000], "error_code": outcome.error_code,
+        "error_params": outcome.error_params,
         "arguments": arguments if isinstance(arguments, dict) else {"_": str(arguments)[:500]},
         "result_chars": outcome.result_chars, "model_chars": len(outcome.model_text), "truncated": outcome.truncated,
         "violations": outcome.violations,

@@ -3,25 +3,32 @@
 The gateway sends this request itself rather than through an SDK session: each attempt needs
 its own JSON-RPC id and `requestId` (G3), the real HTTP status must survive (401, 429 +
 Retry-After, 503), and a pooled keep-alive client per server keeps the overhead near a bare
-POST (P1). The answer may be JSON or an SSE stream; both are read. TLS is always verified.
+POST (P1). What the SDK path shares with this one lives in the connection layer: the `_meta`
+builder (`tools.mcp.meta`), the classification of failures and the redaction of secrets
+(`tools.mcp.failures`, `tools.mcp.errors`), the byte and time bounds (`tools.mcp.bounds`).
+
+The answer may be JSON or an event stream (read with `httpx-sse`, which splits lines only where
+SSE does). The body is streamed: at most `max_bytes` are read, and the call's deadline is checked
+between chunks, so keep-alives cannot hold a call open past it (G3). Each network wait is also
+bounded by the time left. TLS is always verified.
 """
 
 import itertools
 import json
-import ssl
+import time
 from dataclasses import dataclass
 
 import httpx
+from httpx_sse import EventSource, SSEError
 
 from tenants.outbound_http import outbound_client
-from tools.mcp.errors import McpError, parse_retry_after, safe_url
+from tools.mcp.bounds import BoundedStream, ByteBudget, DeadlinePassed, ResponseTooLarge
+from tools.mcp.errors import McpError, parse_retry_after, safe_url, secrets_of
+from tools.mcp.failures import http_status_error, peer_error, transport_failure
+from tools.mcp.meta import PROTOCOL_VERSION, protocol_meta
 
-PROTOCOL_VERSION = "2026-07-28"
-CLIENT_META = {
-    "io.modelcontextprotocol/protocolVersion": PROTOCOL_VERSION,
-    "io.modelcontextprotocol/clientInfo": {"name": "asixto", "title": "Asixto gateway", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
+# A connection that cannot be made in this long will not be made in the rest of the deadline.
+CONNECT_TIMEOUT_SECONDS = 5.0
 _ids = itertools.count(1)  # process-wide: no two requests of this process share an id
 # One keep-alive client for every server: it pools connections per host by itself, and the
 # headers and timeout of each server travel with each request. Every new connection is checked
@@ -38,86 +45,113 @@ class HttpAnswer:
 
 
 def build_body(request_id: int, name: str, arguments: dict, meta: dict) -> bytes:
-    params = {"name": name, "arguments": arguments, "_meta": {**meta, **CLIENT_META}}
+    params = {"name": name, "arguments": arguments, "_meta": {**meta, **protocol_meta()}}
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params},
                       ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def call(*, url: str, headers: dict, name: str, arguments: dict, meta: dict, timeout: float) -> HttpAnswer:
-    """One attempt. Raises McpError(kind=connect|dropped|timeout|http|protocol)."""
+def call(*, url: str, headers: dict, name: str, arguments: dict, meta: dict, deadline: float, timeout: float,
+         max_bytes: int | None) -> HttpAnswer:
+    """One attempt, over by `deadline` (time.monotonic()) of a call allowed `timeout` seconds in
+    all, reading at most `max_bytes`. Raises McpError (see tools.mcp.errors)."""
     request_id = next(_ids)
-    shown = safe_url(url)
-    body = build_body(request_id, name, arguments, meta)
+    server, method = {"url": safe_url(url)}, f"tools/call {name}"
+    remaining = _time_left(deadline)
     request_headers = {
         **headers,
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
+        # A compressed answer would be inflated past the byte bound before it could be counted.
+        "Accept-Encoding": "identity",
         "MCP-Protocol-Version": PROTOCOL_VERSION,
         "Mcp-Method": "tools/call",
         "Mcp-Name": name,
     }
     try:
-        # A stateless server closes an event stream once it has sent the response, so reading
-        # the whole body is no slower than streaming it, and cheaper per call.
-        response = _client.post(
-            url, content=body, headers=request_headers, timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0))
-        )
-        if response.status_code >= 400:
-            raise _http_error(response, shown)
-        if response.headers.get("content-type", "").startswith("text/event-stream"):
-            message = _from_event_stream(response.text, request_id, shown)
-        else:
-            message = json.loads(response.content)
-    except httpx.ConnectError as exc:
-        if isinstance(exc.__context__, ssl.SSLError) or "CERTIFICATE_VERIFY_FAILED" in str(exc):
-            # Not worth a retry, and never worth skipping: there is no switch for this (M2).
-            raise McpError("protocol", f"The TLS certificate of {shown} does not verify.") from exc
-        raise McpError("connect", f"The MCP server at {shown} refused the connection.") from exc
-    except (httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
-        raise McpError("connect", f"The MCP server at {shown} could not be reached in time.") from exc
-    except httpx.TimeoutException as exc:
-        raise McpError("timeout", f"The MCP server at {shown} did not answer within {timeout:g} s.") from exc
-    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-        raise McpError("dropped", f"The connection to {shown} dropped before the answer was complete.") from exc
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise McpError("protocol", f"The MCP server at {shown} sent an answer that is not JSON.") from exc
-    return HttpAnswer(result=_result_of(message, request_id, shown), request_id=request_id)
+        with _client.stream(
+            "POST", url, content=build_body(request_id, name, arguments, meta), headers=request_headers,
+            timeout=httpx.Timeout(remaining, connect=min(remaining, CONNECT_TIMEOUT_SECONDS)),
+        ) as response:
+            message = _read(response, request_id, server, method, deadline, ByteBudget(max_bytes), headers)
+    except McpError:
+        raise
+    except ResponseTooLarge as exc:
+        raise McpError("too_large", "too_large", {**server, "method": method, "limit": exc.limit}) from exc
+    except DeadlinePassed as exc:
+        raise _timeout(server, method, timeout) from exc
+    except httpx.HTTPError as exc:
+        if time.monotonic() >= deadline and not isinstance(exc, httpx.ConnectError):
+            raise _timeout(server, method, timeout) from exc
+        error = transport_failure([exc], server=server, method=method, limits=_limits(timeout))
+        if error is None:
+            raise McpError("dropped", "dropped", {**server, "method": method, "error_type": type(exc).__name__}) from exc
+        raise error from exc
+    except (ValueError, UnicodeDecodeError, SSEError) as exc:
+        raise McpError("protocol", "not_json", {**server, "method": method}) from exc
+    return HttpAnswer(result=_result_of(message, request_id, server, method, headers), request_id=request_id)
 
 
-def _http_error(response: httpx.Response, url: str) -> McpError:
-    status = response.status_code
-    detail = ""
+def _read(response: httpx.Response, request_id: int, server: dict, method: str, deadline: float,
+          budget: ByteBudget, headers: dict) -> dict:
+    budget.announce(response.headers.get("content-length"))
+    response.stream = BoundedStream(response.stream, budget=budget, deadline=deadline)
+    # The read timeout was set before the request went out; the body gets only what is left.
+    timeouts = response.request.extensions.get("timeout")
+    if isinstance(timeouts, dict):
+        timeouts["read"] = _time_left(deadline)
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise McpError("protocol", "compressed", {**server, "method": method, "encoding": encoding[:40]})
+    if response.status_code >= 400:
+        raise _http_error(response, server, method, headers)
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        return _from_event_stream(response, request_id, server, method)
+    return json.loads(response.read())
+
+
+def _http_error(response: httpx.Response, server: dict, method: str, headers: dict) -> McpError:
+    said = None
     try:
-        error = response.json().get("error", {})
-        detail = f": {str(error.get('message', ''))[:200]}" if isinstance(error, dict) else ""
-    except (ValueError, AttributeError):
+        error = json.loads(response.read()).get("error", {})
+        said = str(error.get("message", "")) if isinstance(error, dict) else None
+    except (ValueError, AttributeError, UnicodeDecodeError):
         pass
-    return McpError(
-        "http", f"The MCP server at {url} answered HTTP {status}{detail}.",
-        http_status=status, retry_after=parse_retry_after(response.headers.get("retry-after")),
+    return http_status_error(
+        server=server, method=method, status=response.status_code,
+        retry_after=parse_retry_after(response.headers.get("retry-after")), said=said, secrets=secrets_of(headers),
     )
 
 
-def _from_event_stream(text: str, request_id: int, shown: str) -> dict:
-    data: list[str] = []
-    for line in [*text.splitlines(), ""]:
-        if line.startswith("data:"):
-            data.append(line[5:].lstrip())
-        elif line == "" and data:
-            message = json.loads("\n".join(data))
-            data = []
-            if isinstance(message, dict) and message.get("id") == request_id and ("result" in message or "error" in message):
-                return message
-    raise McpError("dropped", f"The event stream from {shown} ended before the response.")
+def _from_event_stream(response: httpx.Response, request_id: int, server: dict, method: str) -> dict:
+    for event in EventSource(response).iter_sse():
+        if not event.data:
+            continue
+        message = json.loads(event.data)
+        if isinstance(message, dict) and message.get("id") == request_id and ("result" in message or "error" in message):
+            return message
+    # The stream ended without the response: the request is lost and may have run (a retry).
+    raise McpError("dropped", "stream_ended", {**server, "method": method})
 
 
-def _result_of(message: dict, request_id: int, url: str) -> dict:
+def _result_of(message: dict, request_id: int, server: dict, method: str, headers: dict) -> dict:
     if not isinstance(message, dict) or message.get("id") != request_id:
-        raise McpError("protocol", f"The MCP server at {url} answered another request.")
+        raise McpError("protocol", "wrong_id", {**server, "method": method})
     if "error" in message:
-        error = message["error"] if isinstance(message["error"], dict) else {}
-        raise McpError("protocol", f"The MCP server at {url} answered with error {error.get('code')}: {str(error.get('message', ''))[:200]}")
+        raise peer_error(server=server, method=method, error=message["error"], secrets=secrets_of(headers))
     result = message.get("result")
     if not isinstance(result, dict):
-        raise McpError("protocol", f"The MCP server at {url} sent a response without a result object.")
+        raise McpError("protocol", "no_result", {**server, "method": method})
     return result
+
+
+def _time_left(deadline: float) -> float:
+    # Never zero: httpx reads 0 as "do not wait at all", which fails even an answer already there.
+    return max(deadline - time.monotonic(), 0.001)
+
+
+def _limits(timeout: float) -> dict:
+    return {"timeout": timeout, "total": timeout}
+
+
+def _timeout(server: dict, method: str, timeout: float) -> McpError:
+    return McpError("timeout", "timeout", {**server, "method": method, **_limits(timeout)})

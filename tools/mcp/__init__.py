@@ -2,15 +2,21 @@
 
 Plain Python, no models: the catalog services build a `ServerTarget` from a server row and
 call `probe(target)` (which revision does it speak? SPEC M4), `list_tools(target)` (every
-tool, all pages, wire form, server order; SPEC M5) or `call_tool(...)` (certification probes). Anything that goes wrong with the server
-is raised as `McpError` with a `.kind`. Each call opens and closes its own connection or child.
+tool, all pages, wire form, server order; SPEC M5) or `call_tool(...)` (certification probes and
+the gateway's SDK path). Anything that goes wrong with the server is raised as `McpError` with a
+`.kind` (what to do about it) and a `.code` with `.params` (what to tell a reader, in their
+language). Each call opens and closes its own connection or child, within the target's deadline.
 
-    target.py      ServerTarget, ProbeResult
-    operations.py  probe, list_tools (sync) and their async forms
-    connection.py  transport + negotiation + error translation
-    http.py        streamable HTTP and SSE, with the real HTTP status kept
-    stdio.py       the child process: explicit env, private cwd, drained stderr, always reaped
-    errors.py      McpError and the helpers that keep secrets out of messages
+    target.py         ServerTarget, ProbeResult
+    operations.py     probe, list_tools, call_tool (sync) and their async forms
+    connection.py     transport + negotiation + error translation
+    http.py           streamable HTTP and SSE, with the real HTTP status kept and bytes bounded
+    stdio.py          the child process: explicit env, private cwd, drained stderr, always reaped
+    errors.py         McpError, its texts (render_error) and the helpers that keep secrets out
+    failures.py       one classification of HTTP failures for both HTTP stacks (httpx, httpx2)
+    bounds.py         byte budget and deadline applied to a response body as it is read
+    meta.py           the one builder of a tools/call's `_meta` (G1) and the client's identity
+    log_redaction.py  secrets blanked out of whatever is logged during an exchange (T7)
 """
 
 from tools.mcp.errors import McpError

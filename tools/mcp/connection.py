@@ -18,7 +18,7 @@ rounds and a silent tools/list after calls, none of which the gateway wants.
 
 from __future__ import annotations
 
-import socket
+import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -44,17 +44,21 @@ from mcp_types.version import (
 )
 from pydantic import ValidationError
 
-from tools.mcp.errors import McpError, parse_retry_after, redact, safe_url, shorten
+from tools.mcp.bounds import ByteBudget
+from tools.mcp.errors import McpError, parse_retry_after, redact, safe_url, secrets_of, shorten
+from tools.mcp.failures import http_status_error, transport_failure
+from tools.mcp.log_redaction import secrets_in_scope
 from tools.mcp.http import (
     HttpStatusWatch,
     is_failure_status,
     sse_streams,
     streamable_http_streams,
 )
+from tools.mcp.meta import CLIENT_INFO as _CLIENT_INFO
 from tools.mcp.stdio import ChildProcess, stdio_streams
 from tools.mcp.target import ServerTarget
 
-CLIENT_INFO = types.Implementation(name="asixto", title="Asixto gateway", version="1")
+CLIENT_INFO = types.Implementation(**_CLIENT_INFO)
 _STDERR_IN_MESSAGE = 1000
 
 T = TypeVar("T")
@@ -72,16 +76,18 @@ class Exchange:
     used_cached_discover: bool = False
 
     @property
-    def where(self) -> str:
+    def server(self) -> dict[str, str]:
+        """Which server, as an error's params name it (see tools.mcp.errors)."""
         if self.target.transport == "stdio":
-            return f"The MCP server process {basename(self.target.argv[0])!r}"
-        return f"The MCP server at {safe_url(self.target.url)}"
+            return {"program": basename(self.target.argv[0])}
+        return {"url": safe_url(self.target.url)}
 
     @property
     def secrets(self) -> list[str]:
-        # Whole values and their words: a server echoing a header tends to drop the "Bearer ".
-        values = [*self.target.headers.values(), *self.target.env.values()]
-        return [*values, *(word for value in values for word in value.split())]
+        return secrets_of(self.target.headers, self.target.env)
+
+    def params(self, **more: Any) -> dict[str, Any]:
+        return {**self.server, "method": self.method, **more}
 
 
 async def run_operation(
@@ -90,7 +96,7 @@ async def run_operation(
     """Connect, negotiate, run `operation`, disconnect; raise only `McpError` for server trouble."""
     exchange = Exchange(target)
     try:
-        with anyio.fail_after(target.total_timeout):
+        with secrets_in_scope(exchange.secrets), anyio.fail_after(target.total_timeout):
             async with open_session(target, exchange, probe=probe) as session:
                 return await operation(session, exchange)
     except McpError:
@@ -128,9 +134,9 @@ def _transport(target: ServerTarget, exchange: Exchange) -> Any:
     if target.transport == "stdio":
         exchange.child = ChildProcess(program=basename(target.argv[0]))
         return stdio_streams(target, exchange.child)
-    exchange.http = HttpStatusWatch()
+    exchange.http = HttpStatusWatch(budget=ByteBudget(target.max_response_bytes))
     if target.transport == "sse":
-        exchange.method = "the event-stream request (GET)"
+        exchange.method = "GET (event stream)"
         return sse_streams(target, exchange.http)
     return streamable_http_streams(target, exchange.http)
 
@@ -140,10 +146,7 @@ def _adopt_cached(session: ClientSession, discover: dict[str, Any]) -> None:
         session.adopt(types.DiscoverResult.model_validate(discover))
     except (ValidationError, RuntimeError) as exc:
         # A stale or hand-edited cache; the caller should probe again.
-        reason = shorten(str(exc), 200)
-        raise McpError(
-            "protocol", f"The cached server/discover result cannot be used ({reason}); probe the server again."
-        ) from exc
+        raise McpError("protocol", "cached_discover_invalid", {"detail": shorten(str(exc), 200)}) from exc
 
 
 async def negotiate(session: ClientSession, exchange: Exchange) -> None:
@@ -166,11 +169,8 @@ async def negotiate(session: ClientSession, exchange: Exchange) -> None:
                     version = mutual[-1]
                     continue
                 if supported and not any(v in HANDSHAKE_PROTOCOL_VERSIONS for v in supported):
-                    raise McpError(
-                        "protocol",
-                        f"{exchange.where} speaks only protocol versions {', '.join(supported)}, "
-                        "none of which Asixto supports.",
-                    ) from exc
+                    versions = [shorten(str(v), 40) for v in supported[:10]]
+                    raise McpError("protocol", "unsupported_versions", exchange.params(versions=versions)) from exc
             break  # method not found, a 400 from a stateful server, ...: an older revision
         try:
             result = types.DiscoverResult.model_validate(raw)
@@ -204,8 +204,7 @@ def translate(exc: BaseException, exchange: Exchange) -> McpError:
         error = _translate_http(leaves, exchange)
     if exchange.used_cached_discover and _rejected_revision(error, leaves):
         # The server may have changed revision since it was probed (SPEC M4 caches the result).
-        error.message += " The cached discovery result may be stale: probe the server again."
-        error.args = (error.kind, error.message)
+        error.params["stale_discover"] = True
     return error
 
 
@@ -218,117 +217,82 @@ def _rejected_revision(error: McpError, leaves: list[BaseException]) -> bool:
 
 
 def _translate_stdio(leaves: list[BaseException], exchange: Exchange, child: ChildProcess) -> McpError:
-    where, method, target = exchange.where, exchange.method, exchange.target
     tail = child.stderr_tail(exchange.secrets)
-    said = f" Its last stderr output: {tail[-_STDERR_IN_MESSAGE:]}" if tail else ""
+    said = {"stderr": tail[-_STDERR_IN_MESSAGE:]} if tail else {}
     if child.pid is None:
         error = next((leaf for leaf in leaves if isinstance(leaf, OSError)), None)
         reason = error.strerror if error is not None and error.strerror else shorten(str(leaves[0]), 200)
-        return McpError("process", f"{where} could not be started: {reason}.")
+        return McpError("process", "process_start_failed", {**exchange.server, "detail": reason})
     if child.bad_output is not None:
-        return McpError("protocol", f"{where} {child.bad_output} during {method}.{said}")
+        return McpError("protocol", "process_bad_output", exchange.params(detail=child.bad_output, **said))
     if any(_is_timeout(leaf) for leaf in leaves):
-        limits = _limits(target)
-        return McpError("timeout", f"{where} did not answer {method} in time ({limits}); it was stopped.{said}")
+        return McpError("timeout", "process_timeout", exchange.params(**_limits(exchange.target), **said))
     if child.exited_on_its_own:
-        return McpError("process", f"{where} {child.describe_exit()} during {method}.{said}")
+        if child.returncode is not None and child.returncode < 0:
+            return McpError("process", "process_killed", exchange.params(signal=_signal_name(-child.returncode), **said))
+        return McpError("process", "process_exited", exchange.params(status=child.returncode, **said))
     if any(_is_local_close(leaf) for leaf in leaves):
-        return McpError("dropped", f"{where} closed its output during {method}.{said}")
+        return McpError("dropped", "closed_output", exchange.params(**said))
     return _translate_common(leaves, exchange)
 
 
 def _translate_http(leaves: list[BaseException], exchange: Exchange) -> McpError:
-    where, method, target = exchange.where, exchange.method, exchange.target
+    watch = exchange.http
+    if watch is not None and watch.budget.exceeded:
+        # The SDK's readers turned the refusal into a failed answer; say what it was.
+        return McpError("too_large", "too_large", exchange.params(limit=watch.budget.limit))
     for leaf in leaves:
         if isinstance(leaf, httpx2.HTTPStatusError):  # the SSE stream's GET was refused
             response = leaf.response
-            return _http_error(where, method, response.status_code, _retry_after(response), None)
-    watch = exchange.http
-    if watch is not None and watch.failed:
-        server_said = next((leaf.message for leaf in leaves if isinstance(leaf, MCPError)), None)
-        if server_said is not None:
-            server_said = redact(server_said, exchange.secrets)
-        return _http_error(where, method, watch.status or 0, watch.retry_after, server_said)
-    for leaf in leaves:
-        if isinstance(leaf, httpx2.ConnectError | httpx2.ConnectTimeout):
-            reason = _connect_reason(leaf)
-            return McpError("connect", f"{where} could not be reached: {reason}. Nothing was sent.")
-    if any(_is_timeout(leaf) for leaf in leaves):
-        return McpError("timeout", f"{where} did not answer {method} in time ({_limits(target)}).")
-    for leaf in leaves:
-        if _is_drop(leaf):
-            return McpError(
-                "dropped",
-                f"{where} dropped the connection during {method} ({type(leaf).__name__}); the request may have run.",
+            return http_status_error(
+                server=exchange.server, method=exchange.method, status=response.status_code,
+                retry_after=_retry_after(response), said=None, secrets=exchange.secrets,
             )
+    if watch is not None and watch.failed:
+        said = next((leaf.message for leaf in leaves if isinstance(leaf, MCPError)), None)
+        return http_status_error(
+            server=exchange.server, method=exchange.method, status=watch.status or 0,
+            retry_after=watch.retry_after, said=said, secrets=exchange.secrets,
+        )
+    error = transport_failure(leaves, server=exchange.server, method=exchange.method, limits=_limits(exchange.target))
+    if (error is None or error.kind == "dropped") and any(_is_timeout(leaf) for leaf in leaves):
+        return McpError("timeout", "timeout", exchange.params(**_limits(exchange.target)))
+    if error is not None:
+        return error
+    if any(_is_local_close(leaf) for leaf in leaves):
+        return McpError("dropped", "dropped", exchange.params(error_type="ConnectionClosed"))
     return _translate_common(leaves, exchange)
 
 
 def _translate_common(leaves: list[BaseException], exchange: Exchange) -> McpError:
-    where, method = exchange.where, exchange.method
     leaf = leaves[0]
     if isinstance(leaf, MCPError):
-        text = shorten(redact(leaf.message, exchange.secrets), 300)
-        return McpError("protocol", f"{where} answered {method} with error {leaf.code}: {text}")
+        said = shorten(redact(leaf.message, exchange.secrets), 300)
+        return McpError("protocol", "peer_error", exchange.params(error_code=leaf.code, said=said))
     if isinstance(leaf, ValidationError):
         problem = leaf.errors()[0] if leaf.errors() else {}
         place = ".".join(str(part) for part in problem.get("loc", ())) or "result"
-        reason = problem.get("msg", "invalid")
-        text = f"{where} answered {method} with a result that is not valid MCP ({place}: {reason})"
-        return McpError("protocol", text)
+        reason = shorten(redact(str(problem.get("msg", "invalid")), exchange.secrets), 200)
+        return McpError("protocol", "invalid_result", exchange.params(place=place, reason=reason))
     detail = shorten(redact(str(leaf), exchange.secrets), 200)
-    return McpError("protocol", f"{where} failed during {method}: {type(leaf).__name__}: {detail}")
-
-
-def _http_error(where: str, method: str, status: int, retry_after: float | None, server_said: str | None) -> McpError:
-    phrase = _STATUS_PHRASES.get(status, "")
-    text = f"{where} answered HTTP {status}{f' {phrase}' if phrase else ''} to {method}."
-    if retry_after is not None:
-        text += f" It asks to retry after {retry_after:.0f} s."
-    if server_said and server_said not in ("Server returned an error response", "Not Found"):
-        text += f" It said: {shorten(server_said, 200)}"
-    return McpError("http", text, http_status=status, retry_after=retry_after)
-
-
-_STATUS_PHRASES = {
-    400: "Bad Request",
-    401: "Unauthorized (check the server's auth headers)",
-    403: "Forbidden (check the server's auth headers)",
-    404: "Not Found (check the URL)",
-    429: "Too Many Requests",
-    500: "Internal Server Error",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-    504: "Gateway Timeout",
-}
+    return McpError("protocol", "failed", exchange.params(error_type=type(leaf).__name__, detail=detail))
 
 
 def _retry_after(response: httpx2.Response) -> float | None:
     return parse_retry_after(response.headers.get("retry-after"))
 
 
-def _connect_reason(error: BaseException) -> str:
-    text = " ".join(str(e) for e in _causes(error))
-    if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
-        return "its TLS certificate could not be verified"
-    if isinstance(error, httpx2.ConnectTimeout):
-        return "the connection attempt timed out"
-    if any(isinstance(cause, ConnectionRefusedError) for cause in _causes(error)):
-        return "the connection was refused"
-    if any(isinstance(cause, socket.gaierror) for cause in _causes(error)):
-        return "its host name could not be resolved"
-    return shorten(str(error) or type(error).__name__, 160)
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _is_timeout(error: BaseException) -> bool:
     if isinstance(error, MCPError):
         return error.code == REQUEST_TIMEOUT
     return isinstance(error, TimeoutError | httpx2.ReadTimeout | httpx2.WriteTimeout | httpx2.PoolTimeout)
-
-
-def _is_drop(error: BaseException) -> bool:
-    # After the connect and timeout checks, any transport failure means the answer was lost.
-    return _is_local_close(error) or isinstance(error, httpx2.TransportError)
 
 
 def _is_local_close(error: BaseException) -> bool:
@@ -345,8 +309,8 @@ def _is_local_close(error: BaseException) -> bool:
     )
 
 
-def _limits(target: ServerTarget) -> str:
-    return f"{target.timeout:g} s per request, {target.total_timeout:g} s in all"
+def _limits(target: ServerTarget) -> dict[str, float]:
+    return {"timeout": target.timeout, "total": target.total_timeout}
 
 
 def _leaves(exc: BaseException) -> Iterator[BaseException]:
@@ -355,12 +319,3 @@ def _leaves(exc: BaseException) -> Iterator[BaseException]:
             yield from _leaves(inner)
     else:
         yield exc
-
-
-def _causes(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__

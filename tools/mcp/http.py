@@ -3,7 +3,9 @@
 The SDK turns a failing HTTP answer into a bare JSON-RPC error: 401, 403, 429 and 5xx with a
 non-JSON body all become -32603 on streamable HTTP, and on SSE a failed POST is only logged,
 so the request waits for its timeout. A response hook (`HttpStatusWatch`) notes the status and
-`Retry-After` of every POST, so the error translation can report what the server really said.
+`Retry-After` of every POST, so the error translation can report what the server really said,
+and wraps every response body in the operation's byte budget (`tools.mcp.bounds`), so an answer
+larger than the target's `max_response_bytes` is never read whole.
 
 Every request carries the target's auth headers (set on the httpx client, since
 `streamable_http_client` takes no headers) and verifies TLS certificates; there is no switch
@@ -15,7 +17,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -24,6 +26,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tenants.outbound_http import outbound_async_client
+from tools.mcp.bounds import AsyncBoundedStream, ByteBudget
 from tools.mcp.errors import parse_retry_after
 from tools.mcp.target import ServerTarget
 
@@ -50,8 +53,13 @@ class HttpStatusWatch:
 
     status: int | None = None
     retry_after: float | None = None
+    budget: ByteBudget = field(default_factory=lambda: ByteBudget(None))
 
     async def on_response(self, response: httpx2.Response) -> None:
+        if self.budget.limit is not None:
+            # Every body counts, the SSE transport's event stream (GET) included: it carries the answers.
+            length = response.headers.get("content-length")
+            response.stream = AsyncBoundedStream(response.stream, budget=self.budget, content_length=length)
         # Only POSTs carry requests; the optional GET stream of streamable HTTP may legitimately
         # answer 405 without anything being wrong.
         if response.request.method != "POST" or response.status_code == 202:

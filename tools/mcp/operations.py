@@ -64,21 +64,23 @@ async def _list_all_pages(session: ClientSession, exchange: Exchange) -> list[di
         result_type = result.get("resultType", "complete")
         if result_type != "complete":
             # SPEC G4 in spirit: the only acceptable answer is a complete one.
-            raise McpError("protocol", f"{exchange.where} answered {exchange.method} with resultType {result_type!r}.")
+            raise McpError("protocol", "result_type", exchange.params(result_type=repr(str(result_type)[:50])))
         tools.extend(result["tools"])
         cursor = result.get("nextCursor")
         if not cursor:
             return tools
         if cursor in seen_cursors:
-            raise McpError("protocol", f"{exchange.where} repeated a tools/list cursor; its pagination loops.")
+            raise McpError("protocol", "cursor_loop", exchange.params())
         seen_cursors.add(cursor)
-    raise McpError("protocol", f"{exchange.where} listed more than {MAX_PAGES} pages of tools.")
+    raise McpError("protocol", "too_many_pages", exchange.params(pages=MAX_PAGES))
 
 
 def call_tool(target: ServerTarget, name: str, arguments: dict[str, Any], *, meta: dict[str, Any]) -> dict[str, Any]:
     """One `tools/call`, its result returned as the raw wire dict (for certification probes,
-    C8/C9, which judge exactly what the server sent). `meta` goes into `params._meta` next to
-    the protocol's own keys (G1). No retries here: the gateway decides those."""
+    C8/C9, which judge exactly what the server sent, and the gateway's SDK path). `meta` goes
+    into `params._meta` next to the protocol's own keys (G1; build it with `tools.mcp.meta`).
+    The whole call, connecting included, is bounded by `target.total_timeout` and its bytes by
+    `target.max_response_bytes`. No retries here: the gateway decides those."""
     return anyio.run(call_tool_async, target, name, arguments, meta)
 
 

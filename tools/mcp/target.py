@@ -25,6 +25,9 @@ class ServerTarget:
     environment (nothing is inherited from the platform's own). `discover` is the cached
     `server/discover` result in wire form; with it a 2026-07-28 server is reached with no
     negotiation at all. `legacy` means the server speaks only an older revision.
+    `operation_timeout` is the deadline of the whole operation (the gateway gives a call what is
+    left of its own); `max_response_bytes` bounds what the HTTP transports read in it (None: no
+    bound, for catalog listings, which have their own limits).
     """
 
     transport: str
@@ -40,6 +43,7 @@ class ServerTarget:
     # Where HTTP connections may go (M2): a `tenants.outbound.OutboundPolicy` built in sync code
     # (approvals need the database); None: the operator setting alone, without approvals.
     outbound: Any = None
+    max_response_bytes: int | None = None
 
     def __post_init__(self) -> None:
         # Rows hand over None for "no headers" and lists for argv; normalise once, here.

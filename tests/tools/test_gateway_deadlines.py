@@ -1,0 +1,99 @@
+"""One deadline per call, not per read (G3), on every path: the direct POST (JSON or an event
+stream), the SDK's streamable HTTP and HTTP+SSE transports, and stdio through the SDK.
+
+Each server keeps its answer coming a little at a time (keep-alive comments or notifications every
+0.3 s for 12 s, six times the 2 s deadline) and only then ends it: a read timeout alone never
+fires. The call must end as a `timeout` after one attempt, and the model must be told the tool
+did not answer. Wall-clock is asserted only as a generous ceiling (10x the deadline)."""
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from tenants.models import ApprovedCommand
+from tests.support.faults import MODERN_DISCOVER
+from tests.support.hostile_peers import TricklingPeer
+from tests.support.mcp_apps import sse_app, streamable_app
+from tests.support.mcp_servers import serve_asgi
+from tests.support.slow_tool import build_slow_server
+from tests.tools.gateway_support import certified_tool, context
+from tools.gateway import call_tool
+from tools.models import ToolCall
+
+DEADLINE = 2.0
+CEILING = 10 * DEADLINE
+TRICKLE = (0.3, 12.0)
+SCRIPT = str(Path(__file__).resolve().parents[1] / "support" / "slow_tool.py")
+
+
+def call(world):
+    started = time.monotonic()
+    with world.schema():
+        outcome = call_tool(name="crm__buscar_producto", arguments={"consulta": "router"}, context=context())
+    return outcome, time.monotonic() - started
+
+
+def assert_timed_out(world, outcome, elapsed):
+    assert (outcome.outcome, outcome.attempts) == ("timeout", 1), (outcome.outcome, outcome.error)
+    assert "no respondió a tiempo" in outcome.model_text and "no lo inventes" in outcome.model_text
+    assert elapsed < CEILING
+    with world.schema():
+        record = ToolCall.objects.get(pk=outcome.record_id)
+    assert (record.outcome, record.attempts) == ("timeout", 1)
+    assert record.error_code in ("timeout", "process_timeout")  # the latter says the child was stopped
+
+
+@pytest.mark.parametrize("notifications", [False, True], ids=["keep-alive-comments", "notifications"])
+def test_it_ends_a_direct_call_whose_event_stream_trickles_at_the_deadline(alpha, notifications):
+    """G3: an event stream that stays alive but never answers is one timeout, not a call held
+    open for as long as the server likes, and its end is not retried as a dropped connection."""
+    peer = TricklingPeer(*TRICKLE, notifications=notifications)
+    with serve_asgi(peer.app()) as url:
+        certified_tool(alpha, url, timeout=DEADLINE)
+        outcome, elapsed = call(alpha)
+    assert_timed_out(alpha, outcome, elapsed)
+    assert len(peer.calls) == 1
+
+
+def test_it_ends_a_call_through_the_sdks_streamable_http_at_the_deadline(alpha):
+    """G3: a server never probed goes through the SDK (discover, then the call); its tool sends a
+    notification on the response stream every 0.3 s: one timeout within the call's deadline."""
+    with serve_asgi(streamable_app(build_slow_server(trickle=TRICKLE), json_response=False)) as url:
+        certified_tool(alpha, url, timeout=DEADLINE, discover=None)
+        outcome, elapsed = call(alpha)
+    assert_timed_out(alpha, outcome, elapsed)
+
+
+def test_it_ends_a_call_over_http_and_sse_at_the_deadline(alpha):
+    """G3: the deprecated HTTP+SSE transport: the event stream stays busy with notifications."""
+    with serve_asgi(sse_app(build_slow_server(trickle=TRICKLE))) as url:
+        certified_tool(alpha, url, timeout=DEADLINE, transport="sse", path="/sse", discover=MODERN_DISCOVER)
+        outcome, elapsed = call(alpha)
+    assert_timed_out(alpha, outcome, elapsed)
+
+
+def test_it_ends_a_call_to_a_stdio_server_at_the_deadline(alpha):
+    """G3, M3: a stdio server whose tool keeps writing notifications is stopped at the deadline."""
+    connection.set_schema_to_public()
+    ApprovedCommand.objects.create(
+        slug="lento", executable=sys.executable, base_args=[SCRIPT, "--trickle", "0.3", "--for", "12"]
+    )
+    certified_tool(alpha, None, timeout=DEADLINE, transport="stdio", command="lento", discover=MODERN_DISCOVER)
+    outcome, elapsed = call(alpha)
+    assert_timed_out(alpha, outcome, elapsed)
+
+
+def test_a_short_trickle_that_ends_without_an_answer_is_a_dropped_connection_retried(alpha):
+    """G3: a stream that ends early without the response lost the request: it is retried (new
+    request id, same idempotency key) within the same deadline, and never past it."""
+    peer = TricklingPeer(0.1, 0.3)
+    with serve_asgi(peer.app()) as url:
+        certified_tool(alpha, url, timeout=DEADLINE * 3)
+        outcome, elapsed = call(alpha)
+    assert outcome.outcome == "dropped" and outcome.attempts == 3 and len(peer.calls) == 3
+    keys = {c["params"]["_meta"]["com.asixto/idempotencyKey"] for c in peer.calls}
+    assert len(keys) == 1 and len({c["id"] for c in peer.calls}) == 3
+    assert elapsed < 10 * DEADLINE * 3
