@@ -19,11 +19,9 @@ import json
 
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
-from jsonschema.exceptions import best_match
-
 from . import leaks
 from .findings import Finding, blocking, warning
-from .schemas import schema_error, validator_class
+from .validation import UnusableSchema, build_validator, value_error
 
 ERROR_TYPES = ("NOT_FOUND", "INVALID_INPUT", "CONFLICT", "NOT_ALLOWED", "UNAVAILABLE", "RATE_LIMITED")
 # Transient errors say nothing about idempotency: the second call did not run.
@@ -123,12 +121,15 @@ def _check_structured(data, output_schema) -> list[Finding]:
                 _("Return the data in structuredContent, conforming to the outputSchema."),
             )
         ]
-    if not isinstance(output_schema, dict) or schema_error(output_schema):
-        return []  # C4 already reports a missing or invalid outputSchema.
-    error = best_match(validator_class(output_schema)(output_schema).iter_errors(data))
+    if not isinstance(output_schema, dict):
+        return []  # C4 already reports a missing outputSchema.
+    try:
+        error = value_error(build_validator(output_schema), data)
+    except UnusableSchema:
+        return []  # C4 already reports an invalid or unsafe outputSchema; nothing was fetched or run.
     if error is None:
         return []
-    where = "/".join(str(p) for p in error.absolute_path) or "structuredContent"
+    where = error.where or "structuredContent"
     return [
         blocking(
             "C8",
