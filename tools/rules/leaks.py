@@ -107,11 +107,16 @@ def _redact_group(match: re.Match) -> str:
 
 
 _CREDENTIAL_HEADER_WORD = re.compile(r"key|token|secret|auth|sign|pass|session|cookie", re.IGNORECASE)
+_SCHEME = re.compile(r"(?:basic|bearer|digest|token|negotiate|hmac)[ \t]", re.IGNORECASE)
 
 
-def _is_credential_header(name: str) -> bool:
-    # "X-Request-Id: …" is not a secret; "X-Api-Key: …" and "X-Auth-Token: …" are.
-    return not name.lower().startswith("x-") or bool(_CREDENTIAL_HEADER_WORD.search(name))
+def _is_credential_header(match: re.Match) -> bool:
+    # "X-Request-Id: …" is not a secret; "X-Api-Key: …" and "X-Auth-Token: …" are. And a word
+    # ("Authorization: approved") is not a credential: those carry a scheme, a digit or an "=".
+    name, value = match.group("name"), match.group("secret")
+    if name.lower().startswith("x-") and not _CREDENTIAL_HEADER_WORD.search(name):
+        return False
+    return bool(_SCHEME.match(value)) or any(c.isdigit() or c == "=" for c in value) or len(value) >= 20
 
 
 def _redact_json_id(match: re.Match) -> str | None:
@@ -210,7 +215,7 @@ _PATTERNS = (
             r"(?!(?:bearer[ \t]+)?\[)(?P<secret>(?:(?:basic|bearer|digest|token|negotiate|hmac)[ \t]+)?[^\s\"',;&}]{6,})",
             re.IGNORECASE,
         ),
-        lambda match: _redact_group(match) if _is_credential_header(match.group("name")) else None,
+        lambda match: _redact_group(match) if _is_credential_header(match) else None,
     ),
     _Pattern(
         TOKEN,
