@@ -17,9 +17,9 @@ from tests.tools.gateway_support import certified_tool, context, ok_result
 from tools.gateway import call_tool
 from tools.gateway.sanitize import truncation_mark
 from tools.models import McpServer, ToolCall
-from tools.rules import BLOCKING, WARNING
+from tools.rules import BLOCKING, WARNING, check_probe_result
 from tools.rules.descriptions import check_description
-from tools.rules.leaks import TOKEN, clean_data, clean_text
+from tools.rules.leaks import TOKEN, clean_data, clean_text, configured_secrets
 
 ROOT = Path(__file__).resolve().parents[2]
 BEARER = "abcDEF1234567890xyz"
@@ -183,6 +183,20 @@ def test_configured_secrets_in_structured_data_are_marked_and_not_reported_verba
                          where="structuredContent", secrets=("k3y-Secreto-9f8e7d6c",))
     assert cleaned.value == {"eco": {"[redacted]": "x"}, "nota": "clave [redacted]"}
     assert all("k3y" not in leak.where for leak in cleaned.leaks) and len(cleaned.leaks) == 2
+
+
+def test_the_live_probe_reports_an_echoed_secret_without_quoting_it():
+    """T7, C8: a probe answer that echoes the server's configured key (bare, and as the value that
+    breaks the outputSchema) is a blocking token finding; no finding quotes the key."""
+    api_key = "k3y-Secreto-9f8e7d6c"
+    secrets = configured_secrets({"X-Api-Key": api_key, "Authorization": "Bearer tok_Zx81Pq0Lm2Nb7Vc", "X-Short": "abc"})
+    assert api_key in secrets and "tok_Zx81Pq0Lm2Nb7Vc" in secrets and "abc" not in secrets
+    result = ok_result(f"Clave recibida {api_key}", {"productos": api_key, "total": 1})
+    findings = check_probe_result(result, output_schema={"type": "object", "properties": {"productos": {"type": "array"}}},
+                                  secrets=secrets)
+    messages = " ".join(str(f.message) for f in findings)
+    assert api_key not in messages and "configured secret" in messages
+    assert {(f.rule, f.severity) for f in findings} == {("C8", BLOCKING)}
 
 
 # --- Descriptions (C2): length, and bounded work on hostile text ----------------------------------

@@ -52,7 +52,11 @@ def error_shape_problem(result: dict) -> str | None:
     return None
 
 
-def check_probe_result(result: dict, *, output_schema: dict | None, budget: int = DEFAULT_BUDGET) -> list[Finding]:
+def check_probe_result(
+    result: dict, *, output_schema: dict | None, budget: int = DEFAULT_BUDGET, secrets: tuple[str, ...] = ()
+) -> list[Finding]:
+    """C8 findings for one live answer. `secrets` are the server's configured credentials
+    (leaks.configured_secrets): an answer that echoes one is a token leak, and no finding quotes it."""
     if not isinstance(result, dict):
         return [blocking("C8", _("The tool's result is not a JSON object."), _RESULT_HINT)]
     findings: list[Finding] = []
@@ -86,7 +90,7 @@ def check_probe_result(result: dict, *, output_schema: dict | None, budget: int 
                 )
             )
     else:
-        findings.extend(_check_structured(result.get("structuredContent"), output_schema))
+        findings.extend(_check_structured(result.get("structuredContent"), output_schema, secrets))
     size = result_size(result)
     if size > budget:
         findings.append(
@@ -100,7 +104,7 @@ def check_probe_result(result: dict, *, output_schema: dict | None, budget: int 
                 _("Return fewer fields, resolved values, or paginate."),
             )
         )
-    findings.extend(_check_leaks(result))
+    findings.extend(_check_leaks(result, secrets))
     return findings
 
 
@@ -112,7 +116,7 @@ def _items(result: dict) -> list[dict]:
     return [item for item in content if isinstance(item, dict)] if isinstance(content, list) else []
 
 
-def _check_structured(data, output_schema) -> list[Finding]:
+def _check_structured(data, output_schema, secrets) -> list[Finding]:
     if data is None:
         return [
             blocking(
@@ -129,14 +133,15 @@ def _check_structured(data, output_schema) -> list[Finding]:
         return []  # C4 already reports an invalid or unsafe outputSchema; nothing was fetched or run.
     if error is None:
         return []
-    where = error.where or "structuredContent"
+    where = leaks.clean_text(error.where, secrets=secrets).value or "structuredContent"
     return [
         blocking(
             "C8",
             format_lazy(
                 _("structuredContent does not match the outputSchema at {where}: {error}"),
                 where=where,
-                error=error.message,
+                # jsonschema quotes the offending value, which may be the server's own secret.
+                error=leaks.clean_text(error.message, secrets=secrets).value,
             ),
             _("Make the result conform to the declared outputSchema, or correct the schema."),
         )
@@ -166,13 +171,13 @@ _LEAK_FINDINGS = (
 )
 
 
-def _check_leaks(result: dict) -> list[Finding]:
+def _check_leaks(result: dict, secrets) -> list[Finding]:
     found: list[leaks.Leak] = []
     for i, item in enumerate(_items(result)):
         if isinstance(item.get("text"), str):
-            found += leaks.clean_text(item["text"], where=f"content/{i}").leaks
+            found += leaks.clean_text(item["text"], where=f"content/{i}", secrets=secrets).leaks
     if "structuredContent" in result:
-        found += leaks.clean_data(result["structuredContent"], where="structuredContent").leaks
+        found += leaks.clean_data(result["structuredContent"], where="structuredContent", secrets=secrets).leaks
     findings = []
     for kind, make, message, hint in _LEAK_FINDINGS:
         # Labels and places only: a Leak never holds the leaked value.
