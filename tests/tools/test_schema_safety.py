@@ -24,6 +24,7 @@ from tests.tools.gateway_support import certified_tool, context, ok_result
 from tools.gateway import call_tool
 from tools.models import ToolCall
 from tools.rules import BLOCKING, certify_definition, check_probe_result
+from tools.rules.validation import all_errors, build_validator
 
 ROOT = Path(__file__).resolve().parents[2]
 CATASTROPHIC = r"^(a+)+$"  # exponential for a backtracking engine on "aaa…a!"
@@ -309,3 +310,19 @@ def test_pattern_properties_under_unevaluated_properties_are_refused():
     findings = certify_definition(good(inputSchema=schema), server_slug="crm", scenarios=None)
     assert "C3" in blocking_rules(findings)
     assert any("unevaluatedProperties" in str(f.message) for f in findings)
+
+
+def test_depth_is_an_error_never_an_exception():
+    """A4, C3, G2: a value nested 5,000 deep against a recursive schema is reported as too deep to
+    check (a RecursionError would have been a 500); a schema nested 5,000 deep is a C3 finding."""
+    tree = {"type": "object", "properties": {"h": {"$ref": "#"}}}
+    deep_value = current = {}
+    for _ in range(5000):
+        current["h"] = current = {}
+    assert all_errors(build_validator(tree), deep_value) == "the value is nested too deeply to check"
+    deep_schema = current = {"type": "object", "additionalProperties": False}
+    for _ in range(5000):
+        current["properties"] = {"x": {"type": "object"}}
+        current = current["properties"]["x"]
+    findings = certify_definition(good(inputSchema=deep_schema), server_slug="crm", scenarios=None)
+    assert "C3" in blocking_rules(findings)

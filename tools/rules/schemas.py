@@ -7,7 +7,11 @@ Severity, and why:
   call can ever pass validation;
 - `additionalProperties` not false blocks: the gateway's validation is the only
   thing between arguments the model invents and the tenant's system (G2);
-- an untyped property warns: the call still works, the model just guesses.
+- an untyped property warns: the call still works, the model just guesses;
+- a `$ref` outside the schema (never fetched) or to nothing in it, a `$ref`
+  that leads back to itself, a pattern RE2 cannot run, or patternProperties
+  under unevaluatedProperties blocks: the gateway refuses to check values
+  against such a schema (see validation.py), so no call could succeed.
 """
 
 from django.utils.text import format_lazy
