@@ -13,7 +13,7 @@ from django.utils import translation
 
 from tests.support.faults import FaultyPeer
 from tests.support.mcp_servers import serve_asgi
-from tests.tools.gateway_support import certified_tool, context, ok_result
+from tests.tools.gateway_support import certified_tool, context, ok_result, search_tool
 from tools.gateway import call_tool
 from tools.gateway.sanitize import truncation_mark
 from tools.models import McpServer, ToolCall
@@ -89,6 +89,19 @@ def test_a_business_errors_message_loses_urls_on_voice(alpha):
         chat = call(alpha, channel="chat")
     assert "https://" not in voice.model_text and "tienda.example.com" not in voice.model_text
     assert voice.model_text.startswith("NOT_FOUND: Sin existencias; ve a") and "https://tienda.example.com" in chat.model_text
+
+
+def test_an_argument_error_quoting_the_schema_goes_through_the_sanitiser(alpha):
+    """G2, G7, G8: the correctable error quotes the server's schema (its enum here); on voice its
+    URL is not read aloud and a token in it never reaches the model. The server is not called."""
+    enum = ["https://tienda.example.com/catalogo", f"Bearer {BEARER}"]
+    peer = FaultyPeer([ok_result(data={"total": 1})])
+    with serve_asgi(peer.app()) as url:
+        certified_tool(alpha, url, search_tool(input_property={"type": "string", "enum": enum}))
+        with alpha.schema():
+            outcome = call_tool(name="crm__buscar_producto", arguments={"consulta": "router"}, context=context(channel="voice"))
+    assert outcome.outcome == "invalid_arguments" and peer.calls == [] and "consulta" in outcome.model_text
+    assert "https://" not in outcome.model_text and BEARER not in outcome.model_text
 
 
 # --- The tenant's own budget (T6, R4) ----------------------------------------------------------------

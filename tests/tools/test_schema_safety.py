@@ -20,7 +20,7 @@ from django.utils import translation
 from tests.support.faults import FaultyPeer
 from tests.support.mcp_servers import serve_asgi
 from tests.tools.contract_samples import good
-from tests.tools.gateway_support import certified_tool, context, ok_result
+from tests.tools.gateway_support import certified_tool, context, ok_result, search_tool
 from tools.gateway import call_tool
 from tools.models import ToolCall
 from tools.rules import BLOCKING, certify_definition, check_probe_result
@@ -94,18 +94,6 @@ def silent_server(ceiling=30.0):
         for conn in accepted:
             conn.close()
         listener.close()
-
-
-def search_tool(input_property=None, output_schema=None):
-    """The gateway's sample tool with its `consulta` argument or its outputSchema replaced."""
-    definition = good(
-        "buscar_producto",
-        annotations={"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True},
-        inputSchema={"type": "object", "additionalProperties": False, "required": ["consulta"],
-                     "properties": {"consulta": input_property or {"type": "string", "maxLength": 100}}},
-        outputSchema=output_schema or {"type": "object", "required": ["total"], "properties": {"total": {"type": "integer"}}},
-    )
-    return definition
 
 
 def call(world, arguments=None):

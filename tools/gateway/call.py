@@ -144,11 +144,14 @@ def _call(tool, shown_name, arguments, context, tenant) -> CallOutcome:
             refused.violations = [{"kind": "input_schema", "detail": exc.message[:500]}]
             return refused
     if arguments_error:
-        # A correctable error for the model; the server is never called (G2).
+        # A correctable error for the model; the server is never called (G2). It quotes the
+        # server's schema, so it goes through the one sanitiser like anything else the model reads.
+        shown_error = for_model(arguments_error, channel=context.channel, budget=300, language=tenant.language,
+                                secrets=configured_secrets(tool.server.headers)).text
         return _refusal(
             ToolCall.Outcome.INVALID_ARGUMENTS,
             _("The arguments for %(name)s are not valid: %(error)s. Correct them and call the tool again.")
-            % {"name": shown_name, "error": arguments_error[:300]},
+            % {"name": shown_name, "error": shown_error},
         )
     outcome, result = _send(tool, arguments, context, tenant.slug)
     if result is None:
