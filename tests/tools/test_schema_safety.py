@@ -314,3 +314,22 @@ def test_depth_is_an_error_never_an_exception():
         current = current["properties"]["x"]
     findings = certify_definition(good(inputSchema=deep_schema), server_slug="crm", scenarios=None)
     assert "C3" in blocking_rules(findings)
+
+
+def test_unique_items_on_a_long_array_is_not_quadratic():
+    """G2, G5: `uniqueItems` over 20,000 objects (jsonschema compares every pair: minutes) is
+    decided at once, with the same idea of equality (1 equals 1.0, true does not equal 1)."""
+    validator = build_validator({"type": "array", "uniqueItems": True})
+    distinct, repeated = [{"n": i} for i in range(20_000)], [{"n": i} for i in range(20_000)] + [{"n": 7.0}]
+    answers, finished = {}, threading.Event()
+
+    def check():
+        answers["distinct"], answers["repeated"] = all_errors(validator, distinct), all_errors(validator, repeated)
+        answers["bool"] = all_errors(validator, [True, 1, [1, {"a": False}], [1.0, {"a": 0}]])
+        answers["equal"] = all_errors(validator, [{"a": [1, {"b": None}]}, {"a": [1.0, {"b": None}]}])
+        finished.set()
+
+    threading.Thread(target=check, daemon=True).start()
+    assert finished.wait(60), "uniqueItems still running after 60 s"
+    assert answers["distinct"] is None and "non-unique" in answers["repeated"]
+    assert answers["bool"] is None and "non-unique" in answers["equal"]

@@ -14,11 +14,13 @@ so both are hostile, and jsonschema's defaults trust them:
   checker), so `format: regex` compiles nothing;
 - a `$ref` that leads back to itself without going deeper into the value recurses until Python
   gives up: a problem, found by looking at the schema;
+- `uniqueItems` compares every pair of items: here it is one pass over hashable forms;
 - a value nested deeper than Python's stack is an error of the value, never an exception.
 
 `schema_problems(schema)` says what is wrong (empty when the schema is usable);
 `build_validator(schema)` returns a validator or raises `UnusableSchema`; `first_error` and
-`all_errors` check a value. Pure functions: no network, no database.
+`all_errors` check a value. The keywords that replace jsonschema's are in keywords.py. Pure
+functions: no network, no database.
 """
 
 import json
@@ -28,13 +30,14 @@ from functools import lru_cache
 from itertools import islice
 from urllib.parse import urljoin
 
-import re2
 from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.exceptions import best_match
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource, Unresolvable
 from referencing.jsonschema import specification_with
+
+from .keywords import SAFE_KEYWORDS, UnsafePattern, pattern_problem
 
 # Problem kinds, each with one English sentence for records and logs; certification renders its
 # own translated findings from the kind and the detail.
@@ -45,10 +48,6 @@ REF_LOOP = "ref_loop"
 PATTERN = "pattern"
 UNSUPPORTED = "unsupported"
 
-# Long enough for any real pattern (an e-mail address pattern is ~400 characters); RE2 bounds the
-# memory of each compiled one, and a few hundred are cached.
-MAX_PATTERN_LENGTH = 2000
-_RE2_MAX_MEMORY = 2 << 20
 # Errors read before sorting: a 100,000-item array of bad values must not become 100,000 errors.
 _MAX_ERRORS_READ = 100
 _REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
@@ -161,91 +160,9 @@ def _static_refs(node):
     return node
 
 
-# --- Patterns on RE2 ------------------------------------------------------------------------------
-
-
-def _re2_options():
-    options = re2.Options()
-    options.log_errors = False  # a tenant's bad pattern is a finding, not a line on our stderr
-    options.max_mem = _RE2_MAX_MEMORY
-    return options
-
-
-_OPTIONS = _re2_options()
-
-
-@lru_cache(maxsize=512)
-def _regex(pattern: str):
-    """`pattern` compiled by RE2, or UnusableSchema. Never Python's `re`."""
-    problem = pattern_problem(pattern)
-    if problem:
-        raise UnusableSchema([SchemaProblem(PATTERN, pattern)])
-    return re2.compile(pattern, options=_OPTIONS)
-
-
-def pattern_problem(pattern) -> str | None:
-    """Why RE2 cannot run `pattern`, or None."""
-    if not isinstance(pattern, str):
-        return "not a string"
-    return _pattern_problem(pattern)
-
-
-@lru_cache(maxsize=2048)
-def _pattern_problem(pattern: str) -> str | None:
-    if len(pattern) > MAX_PATTERN_LENGTH:
-        return f"longer than {MAX_PATTERN_LENGTH} characters"
-    try:
-        re2.compile(pattern, options=_OPTIONS)
-    except re2.error as exc:
-        reason = exc.args[0] if exc.args else ""
-        return reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
-    return None
-
-
-def _pattern(validator, pattern, instance, schema):
-    # A search, not a match: JSON Schema patterns are not anchored unless they say so.
-    if validator.is_type(instance, "string") and not _regex(pattern).search(instance):
-        yield ValidationError(f"{instance!r} does not match {pattern!r}")
-
-
-def _pattern_properties(validator, patterns, instance, schema):
-    if not validator.is_type(instance, "object"):
-        return
-    for pattern, subschema in patterns.items():
-        regex = _regex(pattern)
-        for key, value in instance.items():
-            if regex.search(key):
-                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
-
-
-def _additional_properties(validator, additional, instance, schema):
-    # jsonschema's own keyword, with the patternProperties test on RE2 (and the same messages).
-    if not validator.is_type(instance, "object"):
-        return
-    properties = schema.get("properties", {})
-    regexes = [_regex(p) for p in schema.get("patternProperties", {})]
-    extras = {k for k in instance if k not in properties and not any(r.search(k) for r in regexes)}
-    if validator.is_type(additional, "object"):
-        for extra in extras:
-            yield from validator.descend(instance[extra], additional, path=extra)
-    elif not additional and extras:
-        if "patternProperties" in schema:
-            verb = "does" if len(extras) == 1 else "do"
-            joined = ", ".join(repr(each) for each in sorted(extras))
-            patterns = ", ".join(repr(each) for each in sorted(schema["patternProperties"]))
-            yield ValidationError(f"{joined} {verb} not match any of the regexes: {patterns}")
-        else:
-            verb = "was" if len(extras) == 1 else "were"
-            names = ", ".join(repr(extra) for extra in sorted(extras, key=str))
-            yield ValidationError(f"Additional properties are not allowed ({names} {verb} unexpected)")
-
-
-_RE2_KEYWORDS = {"pattern": _pattern, "patternProperties": _pattern_properties, "additionalProperties": _additional_properties}
-
-
 @lru_cache(maxsize=None)
 def _safe_class(cls):
-    return validators.extend(cls, {k: v for k, v in _RE2_KEYWORDS.items() if k in cls.VALIDATORS})
+    return validators.extend(cls, {k: v for k, v in SAFE_KEYWORDS.items() if k in cls.VALIDATORS})
 
 
 # --- References: never fetched, never looping --------------------------------------------------
@@ -462,6 +379,8 @@ def _checked(check):
         return check()
     except RecursionError:
         return [_TOO_DEEP]
+    except UnsafePattern as exc:
+        raise UnusableSchema([SchemaProblem(PATTERN, exc.pattern)]) from None
     except Unresolvable as exc:
         raise UnusableSchema([SchemaProblem(MISSING_REF, str(getattr(exc, "ref", "")))]) from None
 
