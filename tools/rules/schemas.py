@@ -118,8 +118,8 @@ _SAFETY = {
         _("Remove the loop: a schema may refer to itself only below properties or items."),
     ),
     PATTERN: (
-        _("The {part} has the pattern {detail}, which cannot be checked in linear time."),
-        _("Write patterns without backreferences or lookaround (RE2 syntax), in at most 2,000 characters."),
+        _("The {part} has the pattern {detail}, which cannot be checked in linear time ({reason})."),
+        _("Write patterns in RE2 syntax: no backreferences or lookaround, no huge counted repetitions, at most 2,000 characters."),
     ),
 }
 _UNSUPPORTED = (
@@ -137,5 +137,5 @@ def _safety_findings(rule: str, part: str, schema: dict) -> list[Finding]:
             findings.append(blocking(rule, format_lazy(_INVALID[part], problem=problem.detail), _INVALID_HINT))
             continue
         message, hint = _SAFETY.get(problem.kind, _UNSUPPORTED)
-        findings.append(blocking(rule, format_lazy(message, part=part, detail=problem.detail), hint))
+        findings.append(blocking(rule, format_lazy(message, part=part, detail=problem.detail, reason=problem.reason), hint))
     return findings

@@ -62,6 +62,7 @@ _IN_PLACE_MAP = ("dependentSchemas", "dependencies")
 class SchemaProblem:
     kind: str
     detail: str  # the `$ref`, the pattern, or jsonschema's own words
+    reason: str = ""  # why RE2 refused a pattern, in its words
 
     def __post_init__(self):
         # A hostile schema's `$ref` or pattern can be megabytes long; a message needs its start.
@@ -74,9 +75,9 @@ class SchemaProblem:
             REMOTE_REF: "$ref {} is outside the schema; remote references are never fetched",
             MISSING_REF: "$ref {} points to nothing in the schema",
             REF_LOOP: "$ref {} leads back to itself without going deeper into the value",
-            PATTERN: "pattern {} cannot run in linear time (RE2)",
+            PATTERN: "pattern {} cannot run in linear time (RE2: {})",
             UNSUPPORTED: "{}",
-        }[self.kind].format(self.detail)
+        }[self.kind].format(self.detail, self.reason)
 
 
 class UnusableSchema(Exception):
@@ -324,8 +325,9 @@ def _walk_with_refs(schema, specification):
 
 
 def _check_pattern(pattern, problems):
-    if isinstance(pattern, str) and pattern_problem(pattern):
-        problems.append(SchemaProblem(PATTERN, pattern))
+    reason = pattern_problem(pattern) if isinstance(pattern, str) else None
+    if reason:
+        problems.append(SchemaProblem(PATTERN, pattern, reason))
 
 
 def _in_place_loop(edges) -> str | None:
@@ -380,7 +382,7 @@ def _checked(check):
     except RecursionError:
         return [_TOO_DEEP]
     except UnsafePattern as exc:
-        raise UnusableSchema([SchemaProblem(PATTERN, exc.pattern)]) from None
+        raise UnusableSchema([SchemaProblem(PATTERN, exc.pattern, exc.reason)]) from None
     except Unresolvable as exc:
         raise UnusableSchema([SchemaProblem(MISSING_REF, str(getattr(exc, "ref", "")))]) from None
 
