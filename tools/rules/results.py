@@ -19,6 +19,7 @@ import json
 
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
+
 from . import leaks
 from .findings import Finding, blocking, warning
 from .validation import UnusableSchema, build_validator, value_error
