@@ -37,6 +37,17 @@ def certified_tool(world, url, definition=SEARCH, *, slug="crm", timeout=2.0, tr
         )
 
 
+def search_tool(input_property=None, output_schema=None):
+    """The gateway's sample tool with its `consulta` argument or its outputSchema replaced."""
+    return good(
+        "buscar_producto",
+        annotations={"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True},
+        inputSchema={"type": "object", "additionalProperties": False, "required": ["consulta"],
+                     "properties": {"consulta": input_property or {"type": "string", "maxLength": 100}}},
+        outputSchema=output_schema or {"type": "object", "required": ["total"], "properties": {"total": {"type": "integer"}}},
+    )
+
+
 def context(**changes):
     values = {"channel": "chat", "idempotency_key": "turn-1-step-1", "conversation_id": "cnv_1", "currency": "COP",
               "timezone": "America/Bogota", "price_list_id": "pl_mayorista"}

@@ -27,14 +27,15 @@ from tenants.selectors import current_tenant
 from tools import mcp
 from tools.catalog_cache import cached
 from tools.gateway import http, records
-from tools.gateway.results import all_errors, classify, compiled
-from tools.gateway.sanitize import cut, model_text
+from tools.gateway.results import Classified, UnusableSchema, all_errors, classify, compiled
+from tools.gateway.sanitize import for_model, model_text
 from tools.mcp.errors import redact, redact_params, render_error, safe_url, secrets_of
 from tools.mcp.failures import FINAL_CODES
 from tools.mcp.log_redaction import secrets_in_scope
 from tools.mcp.meta import call_meta
 from tools.models import McpServer, Tool, ToolCall
 from tools.outbound import OutboundRefused, check_url
+from tools.rules.leaks import clean_text, configured_secrets
 from tools.services import server_target
 
 log = logging.getLogger(__name__)
@@ -143,14 +144,25 @@ def _call(tool, shown_name, arguments, context, tenant) -> CallOutcome:
     if not isinstance(arguments, dict):
         arguments_error = _("the arguments must be a JSON object")
     else:
-        validator = compiled(tool.definition.get("inputSchema"), (tool.pk, tool.definition_hash, "input"))
-        arguments_error = all_errors(validator, arguments) if validator is not None else None
+        try:
+            validator = compiled(tool.definition.get("inputSchema"), (tool.pk, tool.definition_hash, "input"))
+            arguments_error = all_errors(validator, arguments) if validator is not None else None
+        except UnusableSchema as exc:
+            # The server's own schema cannot be checked safely (a remote or looping $ref, a pattern
+            # RE2 cannot run): the arguments go nowhere, and the admin sees why.
+            refused = _refusal(ToolCall.Outcome.REFUSED, _("The tool %(name)s is not available. Do not use it.") % {"name": shown_name},
+                               error=f"inputSchema: {exc.message}")
+            refused.violations = [{"kind": "input_schema", "detail": exc.message[:500]}]
+            return refused
     if arguments_error:
-        # A correctable error for the model; the server is never called (G2).
+        # A correctable error for the model; the server is never called (G2). It quotes the
+        # server's schema, so it goes through the one sanitiser like anything else the model reads.
+        shown_error = for_model(arguments_error, channel=context.channel, budget=300, language=tenant.language,
+                                secrets=configured_secrets(tool.server.headers)).text
         return _refusal(
             ToolCall.Outcome.INVALID_ARGUMENTS,
             _("The arguments for %(name)s are not valid: %(error)s. Correct them and call the tool again.")
-            % {"name": shown_name, "error": arguments_error[:300]},
+            % {"name": shown_name, "error": shown_error},
         )
     outcome, result = _send(tool, arguments, context, tenant.slug)
     if result is None:
@@ -246,24 +258,39 @@ def _failed(outcome, kind, code, params, secrets, tool):
 
 
 def _judge(tool, shown_name, result, outcome, context, tenant) -> CallOutcome:
-    validator = compiled(tool.definition.get("outputSchema"), (tool.pk, tool.definition_hash, "output"))
-    verdict = classify(result, output_validator=validator)
-    outcome.outcome, outcome.violations = verdict.outcome, list(verdict.violations)
-    seen = model_text(result, channel=context.channel, budget=tenant.result_budget, language=tenant.language)
-    outcome.violations += [{"kind": f"leak:{leak.kind}", "detail": f"{leak.label} {leak.where}".strip()} for leak in seen.leaks]
+    secrets = configured_secrets(tool.server.headers)  # never to the model, nor into a record (T7)
+    try:
+        validator = compiled(tool.definition.get("outputSchema"), (tool.pk, tool.definition_hash, "output"))
+    except UnusableSchema as exc:
+        # Nothing can be checked against it (a remote or looping $ref, a pattern RE2 cannot run).
+        verdict = Classified("invalid_output", [{"kind": "output_schema", "detail": f"outputSchema: {exc.message}"[:500]}])
+    else:
+        verdict = classify(result, output_validator=validator)
+    outcome.outcome = verdict.outcome
+    # Violation details quote what the server sent (a value that broke the schema): cleaned too.
+    outcome.violations = [{**v, "detail": clean_text(v["detail"], secrets=secrets).value} for v in verdict.violations]
+    sanitise = {"channel": context.channel, "budget": tenant.result_budget, "language": tenant.language, "secrets": secrets}
+    seen = model_text(result, **sanitise)
+    leaks = list(seen.leaks)
     outcome.truncated = seen.truncated
     if verdict.outcome == ToolCall.Outcome.OK:
         outcome.model_text, outcome.structured = seen.text, seen.structured
     elif verdict.outcome == ToolCall.Outcome.BUSINESS_ERROR:
-        # Not a transport failure: the model gets the type and the message for the customer (G6).
+        # Not a transport failure: the model gets the type and the message for the customer (G6),
+        # through the same sanitiser as any result (G7, G8).
         outcome.error_type = verdict.error_type
-        outcome.model_text, _cut = cut(f"{verdict.error_type}: {verdict.user_message}", tenant.result_budget, tenant.language)
+        message = for_model(f"{verdict.error_type}: {verdict.user_message}", **sanitise)
+        outcome.model_text, outcome.truncated = message.text, message.truncated
+        leaks += message.leaks
     else:
         # The bad data stays out of the model's context (G5).
-        outcome.error = "; ".join(v["detail"] for v in verdict.violations)
+        outcome.error = "; ".join(v["detail"] for v in outcome.violations)
         outcome.model_text = _(
             "The tool %(name)s answered with data that breaks its contract. Do not use it; tell the customer it cannot be done right now."
         ) % {"name": shown_name}
+    # One violation per kind of leak and place, however often it occurred there.
+    found = {(f"leak:{leak.kind}", f"{leak.label} {leak.where}".strip()): None for leak in leaks}
+    outcome.violations += [{"kind": kind, "detail": detail} for kind, detail in found]
     outcome.result_chars = seen.original_chars
     return outcome
 

@@ -1,49 +1,33 @@
 """Classifying what a server answered (G4, G5, G6) and the compiled validators it needs, cached
-per tool definition. Plain functions; no I/O."""
+per tool definition. Plain functions; no I/O: validators come from tools.rules.validation, which
+never fetches a `$ref` and runs patterns on RE2."""
 
 from dataclasses import dataclass, field
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
-from jsonschema.validators import validator_for
-
 from tools.rules.results import ERROR_TYPES, error_shape_problem
+from tools.rules.validation import UnusableSchema, all_errors, build_validator, first_error
 
 _VALIDATORS: dict[tuple, object] = {}
 _MAX_CACHED = 5000
 
 
 def compiled(schema: dict | None, cache_key: tuple):
-    """A compiled validator for `schema`, built once per (tool, definition hash, part) (G5)."""
+    """A compiled validator for `schema`, built once per (tool, definition hash, part) (G5).
+    None when there is no schema; UnusableSchema (also cached) when it cannot be used safely."""
     if not isinstance(schema, dict):
         return None
     validator = _VALIDATORS.get(cache_key)
     if validator is None:
         if len(_VALIDATORS) >= _MAX_CACHED:
             _VALIDATORS.clear()
-        validator = validator_for(schema, default=Draft202012Validator)(schema)
+        try:
+            validator = build_validator(schema)
+        except UnusableSchema as exc:
+            validator = exc
         _VALIDATORS[cache_key] = validator
+    if isinstance(validator, UnusableSchema):
+        raise UnusableSchema(validator.problems)  # a fresh one: a re-raised instance keeps growing its traceback
     return validator
-
-
-def _describe(error) -> str:
-    where = "/".join(str(part) for part in error.absolute_path)
-    return f"{where}: {error.message}" if where else error.message
-
-
-def first_error(validator, instance) -> str | None:
-    if validator.is_valid(instance):  # the common case, and much cheaper than collecting errors
-        return None
-    error = best_match(validator.iter_errors(instance))
-    return _describe(error) if error is not None else None
-
-
-def all_errors(validator, instance, limit=3) -> str | None:
-    """Up to `limit` problems, so a model can correct all of them in one go (G2)."""
-    if validator.is_valid(instance):
-        return None
-    errors = sorted(validator.iter_errors(instance), key=lambda e: (list(e.absolute_path), e.message))
-    return "; ".join(_describe(error) for error in errors[:limit]) or None
 
 
 @dataclass
@@ -71,10 +55,13 @@ def classify(result: dict, *, output_validator) -> Classified:
         data = result.get("structuredContent")
         if data is None:
             return Classified("invalid_output", [{"kind": "output_schema", "detail": "no structuredContent"}])
-        problem = first_error(output_validator, data)
+        try:
+            problem = first_error(output_validator, data)
+        except UnusableSchema as exc:
+            problem = f"outputSchema: {exc.message}"
         if problem:
             return Classified("invalid_output", [{"kind": "output_schema", "detail": problem[:500]}])
     return Classified("ok")
 
 
-__all__ = ["ERROR_TYPES", "Classified", "all_errors", "classify", "compiled", "first_error"]
+__all__ = ["ERROR_TYPES", "Classified", "UnusableSchema", "all_errors", "classify", "compiled", "first_error"]

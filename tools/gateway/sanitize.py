@@ -1,6 +1,10 @@
-"""What the model reads from a tool result (G7, G8, R4): text only, media dropped, URLs removed
-for voice, tokens/traces/internal ids removed, cut to the per-result budget with a mark that
-says the content is incomplete. Pure functions over the result dict."""
+"""What the model reads from a tool (G6, G7, G8, R4, T7): text only, media dropped, the server's
+own secrets, tokens, traces and internal ids removed, URLs removed for voice, cut to the
+per-result budget with a mark that says the content is incomplete.
+
+`for_model` is the one sanitiser: every string a server wrote that reaches the model — a result's
+text, a business error's message — passes through it. Pure functions over the result dict.
+"""
 
 import json
 import re
@@ -13,6 +17,14 @@ from tools.rules.leaks import Leak, clean_data, clean_text
 
 MEDIA_TYPES = {"image", "audio", "resource", "resource_link"}
 _URL = re.compile(r"\b(?:https?://|www\.)[^\s<>\"')\]]+", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Sanitized:
+    text: str  # exactly what the model reads
+    original_chars: int  # after cleaning, before the cut
+    truncated: bool
+    leaks: tuple[Leak, ...]
 
 
 @dataclass(frozen=True)
@@ -44,7 +56,18 @@ def cut(text: str, budget: int, language: str) -> tuple[str, bool]:
     return f"{head}\n{mark}", True
 
 
-def model_text(result: dict, *, channel: str, budget: int, language: str) -> ModelText:
+def for_model(text: str, *, channel: str, budget: int, language: str, secrets: tuple[str, ...] = ()) -> Sanitized:
+    """The one sanitiser (G7, G8, R4, T7): `secrets` are the server's configured credentials."""
+    cleaned = clean_text(text, secrets=secrets)
+    text = cleaned.value
+    if channel == "voice":
+        text = _URL.sub("", text)  # a URL read aloud helps no one (G8)
+    original = len(text)
+    text, truncated = cut(text, budget, language)
+    return Sanitized(text=text, original_chars=original, truncated=truncated, leaks=cleaned.leaks)
+
+
+def model_text(result: dict, *, channel: str, budget: int, language: str, secrets: tuple[str, ...] = ()) -> ModelText:
     content = result.get("content") if isinstance(result.get("content"), list) else []
     texts, media = [], 0
     for block in content:
@@ -55,18 +78,13 @@ def model_text(result: dict, *, channel: str, budget: int, language: str) -> Mod
         elif block.get("type") in MEDIA_TYPES:
             media += 1  # no media in v1 (G8)
     structured = result.get("structuredContent")
-    cleaned_data = clean_data(structured) if structured is not None else None
+    cleaned_data = clean_data(structured, secrets=secrets) if structured is not None else None
     text = "\n".join(texts)
     if not text and cleaned_data is not None:
         text = json.dumps(cleaned_data.value, ensure_ascii=False)
-    cleaned = clean_text(text)
-    text = cleaned.value
-    if channel == "voice":
-        text = _URL.sub("", text)  # a URL read aloud helps no one (G8)
-    original = len(text)
-    text, truncated = cut(text, budget, language)
-    leaks = cleaned.leaks + (cleaned_data.leaks if cleaned_data is not None else ())
+    seen = for_model(text, channel=channel, budget=budget, language=language, secrets=secrets)
+    leaks = seen.leaks + (cleaned_data.leaks if cleaned_data is not None else ())
     return ModelText(
-        text=text, structured=cleaned_data.value if cleaned_data is not None else None, original_chars=original,
-        truncated=truncated, leaks=leaks, media_dropped=media,
+        text=seen.text, structured=cleaned_data.value if cleaned_data is not None else None,
+        original_chars=seen.original_chars, truncated=seen.truncated, leaks=leaks, media_dropped=media,
     )

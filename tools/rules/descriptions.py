@@ -1,9 +1,11 @@
 """Descriptions (C2): what the tool does and when not to use it, in one or two
 sentences; no tone, brand or instructions to the model; no volatile data.
 
-Everything here except a missing description and an attempt to override the
-agent's instructions is a heuristic over Spanish and English text, so it
-warns: a false positive must never hide a tool from agents.
+Everything here except a missing description, one past 10,000 characters and
+an attempt to override the agent's instructions is a heuristic over Spanish
+and English text, so it warns: a false positive must never hide a tool from
+agents. The text is a tenant's, so the regexes stay linear on hostile input
+(no run that two quantifiers can split, no scan restarted inside a run).
 """
 
 import re
@@ -15,18 +17,26 @@ from .findings import Finding, blocking, warning
 
 _I = re.IGNORECASE
 
+# A description rides along with every model call that offers the tool. Two sentences and a
+# "when not to use it" fit in a few hundred characters.
+LONG_LENGTH = 1_000
+MAX_LENGTH = 10_000
+
 # --- Sentences -------------------------------------------------------------
 
 # A sentence ends at . ! ? … followed by a capital (or an opening ¿ ¡ quote),
 # so "8 a.m. a 5 p.m." and "$ 89.900" do not split. Line breaks split too.
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?…])\s+(?=[¿¡\"'“(]?[A-ZÁÉÍÓÚÑÜ])|\n+")
 _ABBREVIATION_END = re.compile(r"(?:\b(?:e\.g|i\.e|ej|sr|sra|dr|dra|n[úu]m|aprox|approx|vs|ud|uds)\.)$", _I)
+_ABBREVIATION_TAIL = len("approx.") + 1
 
 # Guidance on when (not) to use the tool. The contract's own example spends one
 # sentence on what the tool does and two on when to use it, so guidance
 # sentences are not counted against the "one or two sentences" limit.
 _WHEN_NOT = re.compile(
-    r"\bno\s+(?:la|lo|las|los|se)?\s*(?:uses?|usa|usar(?:la|lo)?|utilices|utilice|utilizar|sirve|es\s+para|aplica|debe\s+usarse|"
+    # "no" + spaces + an optional pronoun with its own spaces: two runs of spaces side by side
+    # (`\s+(?:la)?\s*`) split a long run every possible way (quadratic).
+    r"\bno\s+(?:(?:la|lo|las|los|se)\s+)?(?:uses?|usa|usar(?:la|lo)?|utilices|utilice|utilizar|sirve|es\s+para|aplica|debe\s+usarse|"
     r"llames|llame|llamar|invoques)\b"
     r"|\bnunca\s+(?:la|lo)?\s*(?:uses?|utilices)\b|\ben\s+(?:lugar\s+de|su\s+lugar)\b|\bevita\s+usarl[ao]\b"
     r"|\b(?:do\s+not|don't|never|should\s+not|shouldn't|must\s+not)\s+(?:be\s+)?(?:use|used|call|called|invoke)\b"
@@ -77,7 +87,9 @@ _BRAND = re.compile(
 # A price is an amount next to a currency; "consultar el precio" is not one.
 _PRICE = re.compile(
     r"(?:\b(?:USD|COP|EUR|MXN|CLP|PEN|ARS|BRL|GBP)|US\$|[$€£])\s?\d"
-    r"|\b\d[\d.,]*\s?(?:(?:USD|COP|EUR|MXN|CLP|PEN|ARS|BRL|GBP)\b|€|(?i:pesos|d[óo]lares|euros|dollars)\b)"
+    # An amount starts where its run of digits, dots and commas starts: with only `\b`, every digit
+    # of "1.1.1.…" started a scan to the end of the run (quadratic).
+    r"|(?<![\d.,])\b\d[\d.,]*\s?(?:(?:USD|COP|EUR|MXN|CLP|PEN|ARS|BRL|GBP)\b|€|(?i:pesos|d[óo]lares|euros|dollars)\b)"
     r"|(?i:\b\d{1,3}\s?%\s?(?:de\s+)?(?:descuento|dto|off|discount)\b)"
 )
 # Opening hours are times or day ranges; "horario" as an entity is not one.
@@ -95,7 +107,7 @@ _HOURS = re.compile(
 _STOCK_COUNT = re.compile(
     r"\bquedan\s+(?:s[óo]lo\s+)?\d+|\b\d+\s+(?:unidades|existencias)\b|\bonly\s+\d+\s+left\b"
     r"|\b\d+\s+(?:units?|items?|pieces?)\s+(?:left|available|in\s+stock)\b"
-    r"|\b(?:stock|inventario|inventory|existencias)\s*(?::|de|of)?\s*\d+",
+    r"|\b(?:stock|inventario|inventory|existencias)\s*(?:(?::|de|of)\s*)?\d+",
     _I,
 )
 _STOCK_CLAIM = re.compile(
@@ -110,16 +122,19 @@ _DESCRIPTIVE_LEAD = re.compile(r"\b(?:whether|if|si|only|solo|s[óo]lo|[úu]nica
 
 def sentences(text: str) -> list[str]:
     """Split a description into sentences, keeping abbreviations together."""
-    parts: list[str] = []
+    parts: list[list[str]] = []
     for piece in _SENTENCE_BREAK.split(text):
         piece = piece.strip()
         if not piece:
             continue
-        if parts and _ABBREVIATION_END.search(parts[-1]):
-            parts[-1] = f"{parts[-1]} {piece}"
+        # Only the end of the sentence so far can hold an abbreviation: searching all of it, and
+        # joining strings, made "Dr. A Dr. A …" quadratic. The slice keeps one character before
+        # the longest abbreviation, so `\b` still sees what precedes it.
+        if parts and _ABBREVIATION_END.search(parts[-1][-1][-_ABBREVIATION_TAIL:]):
+            parts[-1].append(piece)
         else:
-            parts.append(piece)
-    return parts
+            parts.append([piece])
+    return [" ".join(part) for part in parts]
 
 
 def volatile_data(text: str) -> list[str]:
@@ -151,7 +166,9 @@ def check_description(description) -> list[Finding]:
                 _("In one or two sentences, say what the tool does and when not to use it."),
             )
         ]
-    findings: list[Finding] = []
+    findings: list[Finding] = _check_length(description)
+    # Past the blocking length the rest changes nothing; the heuristics read a bounded text.
+    description = description[:MAX_LENGTH]
     if _OVERRIDE.search(description):
         findings.append(
             blocking(
@@ -183,6 +200,31 @@ def check_description(description) -> list[Finding]:
         )
     findings.extend(_check_shape(description))
     return findings
+
+
+def _check_length(description: str) -> list[Finding]:
+    size = len(description)
+    if size > MAX_LENGTH:
+        # Sent to the model with every turn that offers the tool: it crowds out the conversation.
+        return [
+            blocking(
+                "C2",
+                format_lazy(_("The description has {size} characters; at most {limit} are accepted."), size=size, limit=MAX_LENGTH),
+                _LENGTH_HINT,
+            )
+        ]
+    if size > LONG_LENGTH:
+        return [
+            warning(
+                "C2",
+                format_lazy(_("The description has {size} characters; more than {limit} is long for the model."), size=size, limit=LONG_LENGTH),
+                _LENGTH_HINT,
+            )
+        ]
+    return []
+
+
+_LENGTH_HINT = _("Say in one or two sentences what the tool does and when not to use it; details belong in the schema's descriptions.")
 
 
 def _check_shape(description: str) -> list[Finding]:

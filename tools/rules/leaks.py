@@ -9,6 +9,8 @@ leaked value itself, only its kind, a label and where it was, so recording it
 does not copy the secret.
 """
 
+import base64
+import binascii
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -18,6 +20,8 @@ TRACE = "trace"
 INTERNAL_ID = "internal_id"
 
 REDACTED = "[redacted]"
+# Configured secrets shorter than this are not looked for (see configured_secrets).
+MIN_SECRET_LENGTH = 6
 TRACE_REMOVED = "[trace removed]"
 ID_REMOVED = "[id removed]"
 
@@ -102,6 +106,19 @@ def _redact_group(match: re.Match) -> str:
     return match.group(0)[: match.start("secret") - match.start()] + REDACTED
 
 
+_CREDENTIAL_HEADER_WORD = re.compile(r"key|token|secret|auth|sign|pass|session|cookie", re.IGNORECASE)
+_SCHEME = re.compile(r"(?:basic|bearer|digest|token|negotiate|hmac)[ \t]", re.IGNORECASE)
+
+
+def _is_credential_header(match: re.Match) -> bool:
+    # "X-Request-Id: …" is not a secret; "X-Api-Key: …" and "X-Auth-Token: …" are. And a word
+    # ("Authorization: approved") is not a credential: those carry a scheme, a digit or an "=".
+    name, value = match.group("name"), match.group("secret")
+    if name.lower().startswith("x-") and not _CREDENTIAL_HEADER_WORD.search(name):
+        return False
+    return bool(_SCHEME.match(value)) or any(c.isdigit() or c == "=" for c in value) or len(value) >= 20
+
+
 def _redact_json_id(match: re.Match) -> str | None:
     key, raw = match.group("key"), match.group("value")
     value = raw[1:-1] if raw.startswith('"') else int(raw)
@@ -160,7 +177,13 @@ _PATTERNS = (
         TOKEN, "bearer token", r"earer\s", re.compile(r"\b[Bb]earer\s+[A-Za-z0-9\-._~+/]{8,}=*"), _constant(f"Bearer {REDACTED}")
     ),
     _Pattern(
-        TOKEN, "JWT", r"eyJ", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), _constant(REDACTED)
+        TOKEN,
+        "JWT",
+        r"eyJ",
+        # Starts only where a run of token characters starts: with `\b`, "eyJ-eyJ-eyJ-…" made every
+        # "eyJ" a start that scanned to the end of the run (quadratic).
+        re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+        _constant(REDACTED),
     ),
     _Pattern(
         TOKEN,
@@ -177,8 +200,22 @@ _PATTERNS = (
         TOKEN,
         "credentials in URL",
         r"://[^/\s:@]+:[^/\s@]+@",
-        re.compile(r"\b(?P<scheme>[a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@"),
+        # The same care: a scheme starts where a run of scheme characters starts ("a.a.a.…").
+        re.compile(r"(?<![A-Za-z0-9+.-])(?P<scheme>[a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@"),
         lambda m: f"{m.group('scheme')}{REDACTED}@",
+    ),
+    _Pattern(
+        TOKEN,
+        "auth header",
+        # An HTTP header that carries a credential, echoed back ("Authorization: Basic …",
+        # "X-Api-Token: …", "Cookie: sid=…"). After "bearer token", whose redaction it leaves alone.
+        r"uthorization|UTHORIZATION|[Xx]-|ookie|OOKIE",
+        re.compile(
+            r"(?<![\w-])(?P<name>(?:proxy-)?authorization|x-[a-z0-9-]++|(?:set-)?cookie)[\"']?[ \t]*[:=][ \t]*[\"']?"
+            r"(?!(?:bearer[ \t]+)?\[)(?P<secret>(?:(?:basic|bearer|digest|token|negotiate|hmac)[ \t]+)?[^\s\"',;&}]{6,})",
+            re.IGNORECASE,
+        ),
+        lambda match: _redact_group(match) if _is_credential_header(match) else None,
     ),
     _Pattern(
         TOKEN,
@@ -215,9 +252,48 @@ def _possible(text: str) -> tuple[_Pattern, ...]:
     return tuple(p for p, hint in zip(_PATTERNS, _HINTS) if hint.search(text))
 
 
-def clean_text(text: str, *, where: str = "") -> Cleaned:
-    """The text without tokens, traces and internal identifiers, and what was removed."""
+def configured_secrets(headers: dict | None) -> tuple[str, ...]:
+    """The secrets a server was configured with (its auth header values, T7), as they could come
+    back in a result: the whole value, the credential after its scheme ("Bearer abc" → "abc"), and
+    a Basic credential decoded. Values shorter than MIN_SECRET_LENGTH are left out: replacing
+    "1" or "true" everywhere would mangle results without protecting anything."""
+    found = []
+    for value in (headers or {}).values():
+        if not isinstance(value, str):
+            continue
+        value = value.strip()
+        found.append(value)
+        scheme, _space, credential = value.partition(" ")
+        credential = credential.strip()
+        if credential:
+            found.append(credential)
+            if scheme.lower() == "basic":
+                found += _basic_parts(credential)
+    return tuple(sorted({s for s in found if len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True))
+
+
+def _basic_parts(credential: str) -> list[str]:
+    try:
+        decoded = base64.b64decode(credential, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return []
+    return [decoded, decoded.partition(":")[2]]
+
+
+def _redact_secrets(text: str, secrets, where: str, leaks: list[Leak]) -> str:
+    # Longest first (configured_secrets sorts them), so a secret that contains another goes whole.
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+            leaks.append(Leak(TOKEN, "configured secret", where))
+    return text
+
+
+def clean_text(text: str, *, where: str = "", secrets: tuple[str, ...] = ()) -> Cleaned:
+    """The text without the server's own secrets, tokens, traces and internal identifiers, and
+    what was removed."""
     leaks: list[Leak] = []
+    text = _redact_secrets(text, secrets, where, leaks)
     return Cleaned(_clean_string(text, where, leaks, _possible(text)), tuple(leaks))
 
 
@@ -242,18 +318,18 @@ def _replacer(pattern: _Pattern, leaks: list[Leak], where: str):
     return replace
 
 
-def clean_data(value, *, where: str = "") -> Cleaned:
+def clean_data(value, *, where: str = "", secrets: tuple[str, ...] = ()) -> Cleaned:
     """Structured data (structuredContent) without secret or internal-id fields.
 
     Such fields are dropped rather than masked: the model has no use for a key
-    whose value it cannot see. Strings are cleaned like text. The input is not
-    modified.
+    whose value it cannot see. Strings (and keys) are cleaned like text. The
+    input is not modified.
     """
     # One hint pass over all strings joined, instead of one per string: a
     # 100 KB result may hold thousands of short strings and usually no leak.
     patterns = _possible("\n".join(_strings(value)))
     leaks: list[Leak] = []
-    cleaned = _clean_value(value, where, leaks, patterns)
+    cleaned = _clean_value(value, where, leaks, patterns, secrets)
     return Cleaned(cleaned, tuple(leaks))
 
 
@@ -268,23 +344,29 @@ def _strings(value):
             yield from _strings(item)
 
 
-def _clean_value(value, where: str, leaks: list[Leak], patterns):
+def _clean_value(value, where: str, leaks: list[Leak], patterns, secrets):
     if isinstance(value, str):
+        value = _redact_secrets(value, secrets, where, leaks) if secrets else value
         return _clean_string(value, where, leaks, patterns) if patterns else value
     if isinstance(value, list):
-        return [_clean_value(item, _join(where, i), leaks, patterns) for i, item in enumerate(value)]
+        return [_clean_value(item, _join(where, i), leaks, patterns, secrets) for i, item in enumerate(value)]
     if isinstance(value, dict):
         kept = {}
         for key, item in value.items():
             path = _join(where, key)
             if not isinstance(key, str):
-                kept[key] = _clean_value(item, path, leaks, patterns)
-            elif is_secret_field(key, item):
+                kept[key] = _clean_value(item, path, leaks, patterns, secrets)
+                continue
+            if secrets:
+                # A secret echoed as a key: the path recorded must not carry it either.
+                key = _redact_secrets(key, secrets, where, leaks)
+                path = _join(where, key)
+            if is_secret_field(key, item):
                 leaks.append(Leak(TOKEN, "credential", path))
             elif is_internal_field(key, item):
                 leaks.append(Leak(INTERNAL_ID, "internal id", path))
             else:
-                kept[key] = _clean_value(item, path, leaks, patterns)
+                kept[key] = _clean_value(item, path, leaks, patterns, secrets)
         return kept
     return value
 

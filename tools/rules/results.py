@@ -19,11 +19,10 @@ import json
 
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
-from jsonschema.exceptions import best_match
 
 from . import leaks
 from .findings import Finding, blocking, warning
-from .schemas import schema_error, validator_class
+from .validation import UnusableSchema, build_validator, value_error
 
 ERROR_TYPES = ("NOT_FOUND", "INVALID_INPUT", "CONFLICT", "NOT_ALLOWED", "UNAVAILABLE", "RATE_LIMITED")
 # Transient errors say nothing about idempotency: the second call did not run.
@@ -54,7 +53,11 @@ def error_shape_problem(result: dict) -> str | None:
     return None
 
 
-def check_probe_result(result: dict, *, output_schema: dict | None, budget: int = DEFAULT_BUDGET) -> list[Finding]:
+def check_probe_result(
+    result: dict, *, output_schema: dict | None, budget: int = DEFAULT_BUDGET, secrets: tuple[str, ...] = ()
+) -> list[Finding]:
+    """C8 findings for one live answer. `secrets` are the server's configured credentials
+    (leaks.configured_secrets): an answer that echoes one is a token leak, and no finding quotes it."""
     if not isinstance(result, dict):
         return [blocking("C8", _("The tool's result is not a JSON object."), _RESULT_HINT)]
     findings: list[Finding] = []
@@ -88,7 +91,7 @@ def check_probe_result(result: dict, *, output_schema: dict | None, budget: int 
                 )
             )
     else:
-        findings.extend(_check_structured(result.get("structuredContent"), output_schema))
+        findings.extend(_check_structured(result.get("structuredContent"), output_schema, secrets))
     size = result_size(result)
     if size > budget:
         findings.append(
@@ -102,7 +105,7 @@ def check_probe_result(result: dict, *, output_schema: dict | None, budget: int 
                 _("Return fewer fields, resolved values, or paginate."),
             )
         )
-    findings.extend(_check_leaks(result))
+    findings.extend(_check_leaks(result, secrets))
     return findings
 
 
@@ -114,7 +117,7 @@ def _items(result: dict) -> list[dict]:
     return [item for item in content if isinstance(item, dict)] if isinstance(content, list) else []
 
 
-def _check_structured(data, output_schema) -> list[Finding]:
+def _check_structured(data, output_schema, secrets) -> list[Finding]:
     if data is None:
         return [
             blocking(
@@ -123,19 +126,23 @@ def _check_structured(data, output_schema) -> list[Finding]:
                 _("Return the data in structuredContent, conforming to the outputSchema."),
             )
         ]
-    if not isinstance(output_schema, dict) or schema_error(output_schema):
-        return []  # C4 already reports a missing or invalid outputSchema.
-    error = best_match(validator_class(output_schema)(output_schema).iter_errors(data))
+    if not isinstance(output_schema, dict):
+        return []  # C4 already reports a missing outputSchema.
+    try:
+        error = value_error(build_validator(output_schema), data)
+    except UnusableSchema:
+        return []  # C4 already reports an invalid or unsafe outputSchema; nothing was fetched or run.
     if error is None:
         return []
-    where = "/".join(str(p) for p in error.absolute_path) or "structuredContent"
+    where = leaks.clean_text(error.where, secrets=secrets).value or "structuredContent"
     return [
         blocking(
             "C8",
             format_lazy(
                 _("structuredContent does not match the outputSchema at {where}: {error}"),
                 where=where,
-                error=error.message,
+                # jsonschema quotes the offending value, which may be the server's own secret.
+                error=leaks.clean_text(error.message, secrets=secrets).value,
             ),
             _("Make the result conform to the declared outputSchema, or correct the schema."),
         )
@@ -165,13 +172,13 @@ _LEAK_FINDINGS = (
 )
 
 
-def _check_leaks(result: dict) -> list[Finding]:
+def _check_leaks(result: dict, secrets) -> list[Finding]:
     found: list[leaks.Leak] = []
     for i, item in enumerate(_items(result)):
         if isinstance(item.get("text"), str):
-            found += leaks.clean_text(item["text"], where=f"content/{i}").leaks
+            found += leaks.clean_text(item["text"], where=f"content/{i}", secrets=secrets).leaks
     if "structuredContent" in result:
-        found += leaks.clean_data(result["structuredContent"], where="structuredContent").leaks
+        found += leaks.clean_data(result["structuredContent"], where="structuredContent", secrets=secrets).leaks
     findings = []
     for kind, make, message, hint in _LEAK_FINDINGS:
         # Labels and places only: a Leak never holds the leaked value.

@@ -7,94 +7,24 @@ Severity, and why:
   call can ever pass validation;
 - `additionalProperties` not false blocks: the gateway's validation is the only
   thing between arguments the model invents and the tenant's system (G2);
-- an untyped property warns: the call still works, the model just guesses.
+- an untyped property warns: the call still works, the model just guesses;
+- a `$ref` outside the schema (never fetched) or to nothing in it, a `$ref`
+  that leads back to itself, a pattern RE2 cannot run, or patternProperties
+  under unevaluatedProperties blocks: the gateway refuses to check values
+  against such a schema (see validation.py), so no call could succeed.
 """
-
-import json
-import warnings
-from functools import lru_cache
-from urllib.parse import urljoin
 
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
-from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import best_match
-from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 
 from .findings import Finding, blocking, warning
+from .validation import INVALID, MISSING_REF, PATTERN, REF_LOOP, REMOTE_REF, schema_error, schema_problems, validator_class
+
+__all__ = ["check_input_schema", "check_output_schema", "schema_error", "validator_class"]
 
 # Keywords that give a property a type without a "type" key ({"enum": [...]}
 # in the contract's own example).
 _TYPING_KEYWORDS = ("type", "enum", "const", "$ref", "anyOf", "oneOf", "allOf")
-
-
-def validator_class(schema):
-    """The JSON Schema dialect named by `$schema`; 2020-12 (MCP's default) otherwise."""
-    if not isinstance(schema, dict) or not isinstance(schema.get("$schema"), str):
-        return Draft202012Validator
-    with warnings.catch_warnings():
-        # An unknown $schema falls back to the default with a DeprecationWarning.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return validators.validator_for(schema, default=Draft202012Validator)
-
-
-def schema_error(schema) -> str | None:
-    """Why `schema` is not a valid JSON Schema, or None if it is."""
-    if not isinstance(schema, dict):
-        return "not a JSON object"
-    try:
-        key = json.dumps(schema, sort_keys=True)
-    except (TypeError, ValueError):
-        return "not JSON"
-    return _schema_error(key)
-
-
-@lru_cache(maxsize=4096)
-def _schema_error(key: str) -> str | None:
-    # Keyed by the canonical JSON: schemas repeat across tools and across
-    # syncs of the same catalog, and re-certifying an unchanged one is free.
-    schema = json.loads(key)
-    error = best_match(_meta_validator(validator_class(schema)).iter_errors(schema))
-    if error is None:
-        return None
-    where = "/".join(str(p) for p in error.absolute_path)
-    return f"{where}: {error.message}" if where else error.message
-
-
-@lru_cache(maxsize=None)
-def _meta_validator(cls):
-    if cls is Draft202012Validator:
-        return Draft202012Validator(_flat_2020_12_metaschema())
-    return cls(cls.META_SCHEMA)
-
-
-def _flat_2020_12_metaschema() -> dict:
-    """The 2020-12 metaschema with its seven vocabularies merged into one.
-
-    The published metaschema composes vocabularies through `allOf` and
-    `$dynamicRef`, which jsonschema resolves on every keyword: about 1.4 ms per
-    tool schema. Merged, with `$dynamicRef: "#meta"` as `$ref: "#"` (what it
-    resolves to when no dialect extends it), it accepts and rejects the same
-    schemas about five times faster, which matters for 1,000-tool catalogs (P2).
-    """
-    top = Draft202012Validator.META_SCHEMA
-    properties, defs = {}, {}
-    for part in top["allOf"]:
-        vocabulary = SPECIFICATIONS.contents(urljoin(top["$id"], part["$ref"]))
-        properties.update(vocabulary.get("properties", {}))
-        defs.update(vocabulary.get("$defs", {}))
-    properties.update(top.get("properties", {}))
-    return _static_refs({"type": ["object", "boolean"], "properties": properties, "$defs": defs})
-
-
-def _static_refs(node):
-    if isinstance(node, dict):
-        if node.get("$dynamicRef") == "#meta":
-            return {"$ref": "#"}
-        return {k: _static_refs(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_static_refs(v) for v in node]
-    return node
 
 
 def check_input_schema(schema) -> list[Finding]:
@@ -108,8 +38,8 @@ def check_input_schema(schema) -> list[Finding]:
         ]
     problem = _shape_problem(schema)
     if problem:
-        return [blocking("C3", format_lazy(_("The inputSchema is not valid: {problem}"), problem=problem), _INVALID_HINT)]
-    findings: list[Finding] = []
+        return [blocking("C3", format_lazy(_INVALID["inputSchema"], problem=problem), _INVALID_HINT)]
+    findings: list[Finding] = _safety_findings("C3", "inputSchema", schema)
     if schema.get("additionalProperties") is not False:
         findings.append(
             blocking(
@@ -152,10 +82,14 @@ def check_output_schema(schema) -> list[Finding]:
         ]
     problem = _shape_problem(schema)
     if problem:
-        return [blocking("C4", format_lazy(_("The outputSchema is not valid: {problem}"), problem=problem), _INVALID_HINT)]
-    return []
+        return [blocking("C4", format_lazy(_INVALID["outputSchema"], problem=problem), _INVALID_HINT)]
+    return _safety_findings("C4", "outputSchema", schema)
 
 
+_INVALID = {
+    "inputSchema": _("The inputSchema is not valid: {problem}"),
+    "outputSchema": _("The outputSchema is not valid: {problem}"),
+}
 _INVALID_HINT = _("Fix the schema so it is a valid JSON Schema (2020-12) whose type is object.")
 
 
@@ -167,3 +101,41 @@ def _shape_problem(schema) -> str | None:
     if schema.get("type") != "object":
         return 'type must be "object"'
     return None
+
+
+# What makes a valid schema unsafe to run (see validation.py): one message and hint per kind.
+_SAFETY = {
+    REMOTE_REF: (
+        _("The {part} refers to {detail}, outside itself; remote references are never fetched."),
+        _("Put the referenced definition under $defs and refer to it with a local $ref (#/$defs/…)."),
+    ),
+    MISSING_REF: (
+        _("The {part} refers to {detail}, which points to nothing in it."),
+        _("Fix the $ref so it points to a definition inside the schema."),
+    ),
+    REF_LOOP: (
+        _("The {part}'s $ref {detail} leads back to itself without going deeper into the value."),
+        _("Remove the loop: a schema may refer to itself only below properties or items."),
+    ),
+    PATTERN: (
+        _("The {part} has the pattern {detail}, which cannot be checked in linear time ({reason})."),
+        _("Write patterns in RE2 syntax: no backreferences or lookaround, no huge counted repetitions, at most 2,000 characters."),
+    ),
+}
+_UNSUPPORTED = (
+    _("The {part} combines patternProperties with unevaluatedProperties, which cannot be checked safely."),
+    _("Use additionalProperties instead of unevaluatedProperties, or drop patternProperties."),
+)
+# A hostile schema can hold thousands of bad patterns; a few findings say enough.
+_MAX_SAFETY_FINDINGS = 5
+
+
+def _safety_findings(rule: str, part: str, schema: dict) -> list[Finding]:
+    findings = []
+    for problem in schema_problems(schema)[:_MAX_SAFETY_FINDINGS]:
+        if problem.kind == INVALID:  # too deep to walk
+            findings.append(blocking(rule, format_lazy(_INVALID[part], problem=problem.detail), _INVALID_HINT))
+            continue
+        message, hint = _SAFETY.get(problem.kind, _UNSUPPORTED)
+        findings.append(blocking(rule, format_lazy(message, part=part, detail=problem.detail, reason=problem.reason), hint))
+    return findings
