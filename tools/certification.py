@@ -2,28 +2,28 @@
 probes' verdict while the definition is unchanged, store findings and the verdict; and the
 admin's switch that enables or disables a certified tool."""
 
-from django.conf import settings
 from django.db import connection
-from django.utils import timezone, translation
+from django.utils import timezone
 
 from tenants.selectors import current_tenant
 from tools.catalog_cache import catalog_changed
 from tools.models import Finding, McpServer, Tool
 from tools.rules import Finding as RuleFinding
 from tools.rules import certify_definition, is_blocking
+from tools.texts import text_code
 
 
-def finding_texts(finding: RuleFinding) -> dict:
-    texts = {}
-    for code, _name in settings.LANGUAGES:
-        with translation.override(code):
-            texts[code] = {"message": str(finding.message), "hint": str(finding.hint)}
-    return {"texts": texts}
+def finding_codes(finding: RuleFinding) -> dict:
+    """A finding's message and hint as codes and parameters, not text in the language of
+    whoever triggered the sync (A3)."""
+    message_code, message_params = text_code(finding.message)
+    hint_code, hint_params = text_code(finding.hint) if finding.hint else ("", {})
+    return {"message_code": message_code, "message_params": message_params, "hint_code": hint_code, "hint_params": hint_params}
 
 
 def finding_row(server, tool, finding: RuleFinding, source) -> Finding:
     return Finding(
-        server=server, tool=tool, rule=finding.rule, severity=finding.severity, source=source, **finding_texts(finding)
+        server=server, tool=tool, rule=finding.rule, severity=finding.severity, source=source, **finding_codes(finding)
     )
 
 

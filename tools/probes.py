@@ -3,7 +3,7 @@ came back, and have the tool certified again with the probe's findings."""
 
 import uuid
 
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _
 
 from asixto.errors import ApplicationError
 from tenants.selectors import current_tenant
@@ -14,6 +14,7 @@ from tools.rules import Finding as RuleFinding
 from tools.rules import check_idempotency, check_probe_result
 from tools.rules.findings import blocking
 from tools.servers import server_target
+from tools.texts import CodedText, coded, error_code
 
 
 def tool_probe(*, tool: Tool) -> list[RuleFinding]:
@@ -34,8 +35,11 @@ def tool_probe(*, tool: Tool) -> list[RuleFinding]:
             second = mcp.call_tool(target, tool.name, tool.sample_arguments, meta=probe_meta(key, "2"))
             findings += check_idempotency(first, second)
     except mcp.McpError as exc:
-        findings.append(blocking("C8", _("The live probe failed: %(error)s") % {"error": exc.message},
-                                 _("Check the sample arguments and that the server answers.")))
+        code, params = error_code(exc)
+        findings.append(blocking(
+            "C8", coded(_("The live probe failed: %(error)s"), error=CodedText(code, params)),
+            _("Check the sample arguments and that the server answers."),
+        ))
     certify_tools(server=tool.server, tools=[tool], probe_findings={tool.pk: findings})
     return findings
 

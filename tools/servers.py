@@ -3,7 +3,7 @@
 
 import json
 
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _
 
 from asixto.errors import ApplicationError
 from tenants.models import ApprovedCommand

@@ -7,7 +7,7 @@
 
 New code imports from those modules."""
 
-from tools.certification import certify_tools, finding_texts, tool_set_enabled
+from tools.certification import certify_tools, finding_codes, tool_set_enabled
 from tools.probes import probe_meta, tool_probe, tool_set_sample_arguments
 from tools.servers import (
     STDIO_ENV,
@@ -25,7 +25,7 @@ __all__ = [
     "approved_command",
     "catalog_sync",
     "certify_tools",
-    "finding_texts",
+    "finding_codes",
     "probe_meta",
     "server_create",
     "server_probe",

@@ -6,16 +6,17 @@ import logging
 
 from django.db import transaction
 from django.utils import timezone
-from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _
 
 from asixto.errors import ApplicationError
 from tools import mcp
 from tools.catalog import definition_hash, diff_listing, prefixed_name, split_listing
-from tools.certification import certify_tools, finding_row, finding_texts, update_tool_fields
+from tools.certification import certify_tools, finding_codes, finding_row, update_tool_fields
 from tools.models import CatalogVersion, Finding, McpServer, Tool
 from tools.rules import tool_level
 from tools.rules.findings import warning
 from tools.servers import server_probe, server_target
+from tools.texts import coded, error_code, text_code
 
 log = logging.getLogger(__name__)
 
@@ -28,9 +29,15 @@ def server_queue_sync(*, server: McpServer):
     transaction.on_commit(lambda: server_sync.delay(str(server.pk)))
 
 
-def sync_mark(*, server: McpServer, status: str, error: str = ""):
-    McpServer.objects.filter(pk=server.pk).update(sync_status=status, sync_error=error[:4000])
-    server.sync_status, server.sync_error = status, error
+def sync_mark(*, server: McpServer, status: str, error=None):
+    """Set the sync status; `error` (an exception or a message) is kept as a code and its
+    parameters, so each reader sees it in their own language (A3)."""
+    if error is None:
+        code, params = "", {}
+    else:
+        code, params = error_code(error) if isinstance(error, Exception) else text_code(error)
+    McpServer.objects.filter(pk=server.pk).update(sync_status=status, sync_error_code=code, sync_error_params=params)
+    server.sync_status, server.sync_error_code, server.sync_error_params = status, code, params
 
 
 def catalog_sync(*, server: McpServer) -> CatalogVersion:
@@ -44,7 +51,7 @@ def catalog_sync(*, server: McpServer) -> CatalogVersion:
         first = mcp.list_tools(target)
         second = mcp.list_tools(target)
     except (mcp.McpError, ApplicationError) as exc:
-        sync_mark(server=server, status=McpServer.SyncStatus.ERROR, error=getattr(exc, "message", str(exc)))
+        sync_mark(server=server, status=McpServer.SyncStatus.ERROR, error=exc)
         raise
     try:
         with transaction.atomic():
@@ -52,8 +59,9 @@ def catalog_sync(*, server: McpServer) -> CatalogVersion:
             # and diffs are computed against what the previous sync stored.
             McpServer.objects.select_for_update().filter(pk=server.pk).first()
             version = _store_listing(server, first, second)
-            server.sync_status, server.sync_error, server.synced_at = McpServer.SyncStatus.OK, "", timezone.now()
-            server.save(update_fields=["sync_status", "sync_error", "synced_at", "updated_at"])
+            server.sync_status, server.synced_at = McpServer.SyncStatus.OK, timezone.now()
+            server.sync_error_code, server.sync_error_params = "", {}
+            server.save(update_fields=["sync_status", "sync_error_code", "sync_error_params", "synced_at", "updated_at"])
     except Exception:
         log.exception("storing the catalog of %s failed", server.slug)
         sync_mark(server=server, status=McpServer.SyncStatus.ERROR, error=_("The catalog could not be stored; see the logs."))
@@ -66,7 +74,7 @@ def _server_findings(server, first, second, problems):
     if server.is_legacy:
         findings.append(warning(
             "legacy_protocol",
-            _("The server speaks an older protocol revision (%(version)s), not 2026-07-28.") % {"version": server.protocol_version or "?"},
+            coded(_("The server speaks an older protocol revision (%(version)s), not 2026-07-28."), version=server.protocol_version or "?"),
             _("Upgrade the server's MCP SDK: stateless calls are faster and need no session."),
         ))
     order_first = [item.get("name") for item in first if isinstance(item, dict)]
@@ -78,7 +86,7 @@ def _server_findings(server, first, second, problems):
         ))
     if problems:
         findings.append(warning(
-            "M5", _("Some tool definitions were left out: %(problems)s.") % {"problems": "; ".join(problems[:20])},
+            "M5", coded(_("Some tool definitions were left out: %(problems)s."), problems=problems[:20]),
             _("Every tool needs a unique, non-empty name."),
         ))
     return findings
@@ -92,7 +100,7 @@ def _store_listing(server, first, second) -> CatalogVersion:
     server_findings = _server_findings(server, first, second, problems)
     version = CatalogVersion.objects.create(
         server=server, number=last + 1, tool_count=len(listing), diff=diff,
-        server_findings=[finding_texts(f) | {"rule": f.rule, "severity": f.severity} for f in server_findings],
+        server_finding_codes=[finding_codes(f) | {"rule": f.rule, "severity": f.severity} for f in server_findings],
     )
     changed = {item["name"] for item in diff["changed"]}
     to_create, to_update = [], []
