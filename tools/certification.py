@@ -1,16 +1,68 @@
-"""Certification (C1–C9, M6): run the contract on each tool's stored definition, keep the live
-probes' verdict while the definition is unchanged, store findings and the verdict; and the
-admin's switch that enables or disables a certified tool."""
+"""Certification (C1–C9, M5, M6): a tool's verdict for one exact definition, and its findings.
 
-from django.db import connection
+The verdict combines the contract run on the stored definition (C1–C6, M6; a definition too
+large to store is one blocking finding) with the findings of the last live probe (C8, C9),
+which stand while the definition the probe judged is the tool's. Each tool records what its
+verdict was computed from (`certification_basis`: definition, server slug, the tenant's
+scenarios, the rules' code), so a sync certifies again only the tools for which that changed.
+Also the admin's switch that enables or disables a tool."""
+
+import hashlib
+import json
+from pathlib import Path
+
 from django.utils import timezone
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
 
-from tenants.selectors import current_tenant
+from tools import rules
+from tools.catalog import OMITTED_KEY
 from tools.catalog_cache import catalog_changed
 from tools.models import Finding, McpServer, Tool
+from tools.rows import insert_rows, update_rows
 from tools.rules import Finding as RuleFinding
 from tools.rules import certify_definition, is_blocking
+from tools.rules.findings import blocking
 from tools.texts import text_code
+
+VERDICT_FIELDS = ["certification", "certified_hash", "certified_at", "certification_basis"]
+
+
+def _rules_fingerprint() -> str:
+    # A deploy that changes the rules changes this, and the next sync certifies every tool again.
+    digest = hashlib.sha256()
+    for path in sorted(Path(rules.__file__).parent.glob("*.py")) + [Path(__file__)]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+RULES_FINGERPRINT = _rules_fingerprint()
+
+
+def certification_basis(*, definition_hash: str, server_slug: str, scenarios: list[str] | None) -> str:
+    """What a verdict depends on besides probes, in one hash."""
+    material = json.dumps([definition_hash, server_slug, scenarios, RULES_FINGERPRINT])
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+def tenant_scenarios(tenant) -> list[str] | None:
+    return list(tenant.scenarios or []) or None
+
+
+def definition_findings(definition: dict, *, server_slug: str, scenarios: list[str] | None) -> list[RuleFinding]:
+    """The contract on one stored definition (C1–C6, M6), or the size finding (M5) when only a
+    stand-in was stored."""
+    omitted = definition.get(OMITTED_KEY)
+    if isinstance(omitted, dict):
+        return [blocking(
+            "M5",
+            format_lazy(
+                _("The definition has {size} bytes; the limit is {limit}. Only its name was stored."),
+                size=omitted.get("bytes"), limit=omitted.get("limit"),
+            ),
+            _("Shorten the description and the schemas: a definition this large crowds the model's context."),
+        )]
+    return certify_definition(definition, server_slug=server_slug, scenarios=scenarios)
 
 
 def finding_codes(finding: RuleFinding) -> dict:
@@ -21,45 +73,73 @@ def finding_codes(finding: RuleFinding) -> dict:
     return {"message_code": message_code, "message_params": message_params, "hint_code": hint_code, "hint_params": hint_params}
 
 
-def finding_row(server, tool, finding: RuleFinding, source) -> Finding:
+def finding_row(server, tool, finding: RuleFinding, source, definition_hash: str = "") -> Finding:
     return Finding(
-        server=server, tool=tool, rule=finding.rule, severity=finding.severity, source=source, **finding_codes(finding)
+        server=server, tool=tool, rule=finding.rule, severity=finding.severity, source=source,
+        definition_hash=definition_hash, **finding_codes(finding),
     )
 
 
-def certify_tools(*, server: McpServer, tools: list[Tool], probe_findings: dict | None = None):
-    """Run the contract (C1–C6, M6) on each tool's stored definition and store the verdict.
-    A tool is certified for one exact definition: a later change needs a new verdict (M5).
-    Live-probe findings (C8, C9) stand while the definition they were made on is unchanged."""
-    scenarios = list(current_tenant().scenarios or []) or None
-    probe_findings = probe_findings or {}
-    ids = [tool.pk for tool in tools]
-    probe_blocked_before = set(
-        Finding.objects.filter(tool__in=ids, source=Finding.Source.PROBE, severity=Finding.Severity.BLOCKING)
-        .values_list("tool_id", flat=True)
-    )
+def judge_tools(*, server: McpServer, tools: list[Tool], scenarios: list[str] | None, probe_blocked: set) -> list[Finding]:
+    """Set each tool's verdict fields for its current definition; return its definition
+    findings as unsaved rows. `probe_blocked`: ids of tools whose standing probe findings (made
+    on the current definition) block. No database access."""
     now = timezone.now()
-    rows, stale_probes = [], []
+    rows = []
     for tool in tools:
-        findings = certify_definition(tool.definition, server_slug=server.slug, scenarios=scenarios)
-        rows += [finding_row(server, tool, f, Finding.Source.DEFINITION) for f in findings]
-        if tool.pk in probe_findings:
-            rows += [finding_row(server, tool, f, Finding.Source.PROBE) for f in probe_findings[tool.pk]]
-            probe_blocked = is_blocking(probe_findings[tool.pk])
-            stale_probes.append(tool.pk)
-        elif tool.certified_hash == tool.definition_hash:
-            probe_blocked = tool.pk in probe_blocked_before
-        else:
-            probe_blocked = False
-            stale_probes.append(tool.pk)
-        blocked = is_blocking(findings) or probe_blocked
+        findings = definition_findings(tool.definition, server_slug=server.slug, scenarios=scenarios)
+        rows += [finding_row(server, tool, finding, Finding.Source.DEFINITION) for finding in findings]
+        blocked = is_blocking(findings) or tool.pk in probe_blocked
         tool.certification = Tool.Certification.BLOCKED if blocked else Tool.Certification.CERTIFIED
         tool.certified_hash = tool.definition_hash
         tool.certified_at = now
-    Finding.objects.filter(tool__in=ids, source=Finding.Source.DEFINITION).delete()
-    Finding.objects.filter(tool__in=stale_probes, source=Finding.Source.PROBE).delete()
-    Finding.objects.bulk_create(rows, batch_size=1000)
-    update_tool_fields(tools, ["certification", "certified_hash", "certified_at"])
+        tool.certification_basis = certification_basis(
+            definition_hash=tool.definition_hash, server_slug=server.slug, scenarios=scenarios
+        )
+    return rows
+
+
+def standing_probe_blocks(tools: list[Tool]) -> set:
+    """Ids of the tools with a blocking probe finding made on their current definition."""
+    current = {tool.pk: tool.definition_hash for tool in tools}
+    found = Finding.objects.filter(
+        tool__in=list(current), source=Finding.Source.PROBE, severity=Finding.Severity.BLOCKING
+    ).values_list("tool_id", "definition_hash")
+    return {tool_id for tool_id, judged in found if current.get(tool_id) == judged}
+
+
+def judge(*, server: McpServer, tools: list[Tool], scenarios: list[str] | None, probe_findings: dict | None = None) -> list[Finding]:
+    """Set the verdict fields of `tools` (each with its current definition) and return their new
+    findings as unsaved rows. Probe findings stored for another definition must be gone already
+    (the sync drops them when a definition changes). `probe_findings`: tool id → the findings
+    of a probe just made on that tool's current definition; they replace its earlier ones."""
+    probe_findings = probe_findings or {}
+    blocked = standing_probe_blocks([tool for tool in tools if tool.pk not in probe_findings])
+    blocked |= {tool_id for tool_id, findings in probe_findings.items() if is_blocking(findings)}
+    rows = judge_tools(server=server, tools=tools, scenarios=scenarios, probe_blocked=blocked)
+    now = timezone.now()
+    for tool in tools:
+        if tool.pk in probe_findings:
+            rows += [finding_row(server, tool, f, Finding.Source.PROBE, tool.definition_hash) for f in probe_findings[tool.pk]]
+            tool.probed_hash, tool.probed_at = tool.definition_hash, now
+    return rows
+
+
+def replace_findings(*, tools: list[Tool], rows: list[Finding], probed: list = ()):
+    """Store `rows` in place of the definition findings of `tools` (and of the probe findings of
+    the tools in `probed`)."""
+    Finding.objects.filter(tool__in=[tool.pk for tool in tools], source=Finding.Source.DEFINITION).delete()
+    if probed:
+        Finding.objects.filter(tool__in=list(probed), source=Finding.Source.PROBE).delete()
+    insert_rows(Finding, rows)
+
+
+def certify_tools(*, server: McpServer, tools: list[Tool], scenarios: list[str] | None, probe_findings: dict | None = None):
+    """Certify stored tools again and store verdicts and findings (see `judge`). The caller
+    holds the server's row lock and the transaction (a probe)."""
+    rows = judge(server=server, tools=tools, scenarios=scenarios, probe_findings=probe_findings)
+    replace_findings(tools=tools, rows=rows, probed=list(probe_findings or {}))
+    update_rows(Tool, tools, VERDICT_FIELDS + (["probed_hash", "probed_at"] if probe_findings else []))
     # One bump for the whole sync or probe: bulk writes send no post_save signals.
     catalog_changed()
 
@@ -68,30 +148,3 @@ def tool_set_enabled(*, tool: Tool, enabled: bool) -> Tool:
     tool.enabled = enabled
     tool.save(update_fields=["enabled"])
     return tool
-
-
-def update_tool_fields(tools: list[Tool], field_names: list[str], batch_size: int = 1000):
-    """Save `field_names` of many tools in one `UPDATE … FROM (VALUES …)` per batch. Django's
-    `bulk_update` builds a CASE with one WHEN per row for every field, which took seconds for a
-    1,000-tool catalog (P2); this costs what the rows cost."""
-    if not tools:
-        return
-    fields = [Tool._meta.get_field(name) for name in field_names]
-    pk = Tool._meta.pk
-    quote = connection.ops.quote_name
-    columns = [pk.column, *(field.column for field in fields)]
-    assignments = ", ".join(f"{quote(f.column)} = v.{quote(f.column)}::{f.db_type(connection)}" for f in fields)
-    row = "(" + ", ".join(["%s"] * len(columns)) + ")"
-    for start in range(0, len(tools), batch_size):
-        batch = tools[start:start + batch_size]
-        params = []
-        for tool in batch:
-            params.append(pk.get_db_prep_save(tool.pk, connection))
-            params += [field.get_db_prep_save(getattr(tool, field.attname), connection) for field in fields]
-        sql = (
-            f"UPDATE {quote(Tool._meta.db_table)} AS t SET {assignments} "
-            f"FROM (VALUES {', '.join([row] * len(batch))}) AS v({', '.join(quote(c) for c in columns)}) "
-            f"WHERE t.{quote(pk.column)} = v.{quote(pk.column)}::{pk.db_type(connection)}"
-        )
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)

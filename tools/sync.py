@@ -1,19 +1,38 @@
 """Catalog sync (M5, C7): read a server's `tools/list` twice, store it as a new catalog version
 with its diff, and have the new or changed tools certified. The one place where a server's
-catalog changes."""
+catalog changes.
 
+The listing is hostile input: reading stops one tool past ASIXTO_MAX_TOOLS_PER_SERVER and the
+sync fails (the last catalog stays), and a definition over ASIXTO_MAX_TOOL_DEFINITION_BYTES is
+stored as a stand-in with a blocking finding. A sync writes only what changed: a tool whose
+definition (and certification basis) is unchanged keeps its row, verdict and findings."""
+
+import json
 import logging
+from collections import defaultdict
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from asixto.errors import ApplicationError
+from tenants.selectors import current_tenant
 from tools import mcp
-from tools.catalog import definition_hash, diff_listing, prefixed_name, split_listing
-from tools.certification import certify_tools, finding_codes, finding_row, update_tool_fields
+from tools.catalog import ListedTool, diff_listing, prefixed_name, read_listing
+from tools.catalog_cache import catalog_changed
+from tools.certification import (
+    VERDICT_FIELDS,
+    certification_basis,
+    finding_codes,
+    finding_row,
+    judge,
+    replace_findings,
+    tenant_scenarios,
+)
 from tools.models import CatalogVersion, Finding, McpServer, Tool
-from tools.rules import tool_level
+from tools.rows import insert_rows, update_rows
 from tools.rules.findings import warning
 from tools.servers import server_probe, server_target
 from tools.texts import coded, error_code, text_code
@@ -48,20 +67,25 @@ def catalog_sync(*, server: McpServer) -> CatalogVersion:
         if not server.protocol_version:
             server_probe(server=server)
         target = server_target(server)
-        first = mcp.list_tools(target)
-        second = mcp.list_tools(target)
+        first = _read_listing(target)
+        second_names = _names(_read_listing(target))
     except (mcp.McpError, ApplicationError) as exc:
         sync_mark(server=server, status=McpServer.SyncStatus.ERROR, error=exc)
         raise
+    listed, problems = read_listing(first, max_definition_bytes=settings.ASIXTO_MAX_TOOL_DEFINITION_BYTES)
+    server_findings = _server_findings(server, _names(first), second_names, problems)
     try:
         with transaction.atomic():
-            # One sync at a time per server: the lock orders concurrent syncs, so version numbers
-            # and diffs are computed against what the previous sync stored.
+            # One sync at a time per server (and no probe verdict in between): the lock orders
+            # them, so version numbers and diffs are computed against what was stored last.
             McpServer.objects.select_for_update().filter(pk=server.pk).first()
-            version = _store_listing(server, first, second)
-            server.sync_status, server.synced_at = McpServer.SyncStatus.OK, timezone.now()
-            server.sync_error_code, server.sync_error_params = "", {}
-            server.save(update_fields=["sync_status", "sync_error_code", "sync_error_params", "synced_at", "updated_at"])
+            version = _store_listing(server, listed, server_findings)
+            now = timezone.now()
+            McpServer.objects.filter(pk=server.pk).update(
+                sync_status=McpServer.SyncStatus.OK, sync_error_code="", sync_error_params={}, synced_at=now, updated_at=now
+            )
+            server.sync_status, server.sync_error_code, server.sync_error_params = McpServer.SyncStatus.OK, "", {}
+            server.synced_at = server.updated_at = now
     except Exception:
         log.exception("storing the catalog of %s failed", server.slug)
         sync_mark(server=server, status=McpServer.SyncStatus.ERROR, error=_("The catalog could not be stored; see the logs."))
@@ -69,7 +93,26 @@ def catalog_sync(*, server: McpServer) -> CatalogVersion:
     return version
 
 
-def _server_findings(server, first, second, problems):
+def _read_listing(target) -> list:
+    limit = settings.ASIXTO_MAX_TOOLS_PER_SERVER
+    tools = mcp.list_tools(target, limit=limit)
+    if len(tools) > limit:
+        raise ApplicationError(
+            format_lazy(
+                _("The server lists more than {limit} tools, the most one server may have. Nothing was stored; "
+                  "the last catalog stays."),
+                limit=limit,
+            ),
+            code="too_many_tools",
+        )
+    return tools
+
+
+def _names(listing: list) -> list:
+    return [item.get("name") for item in listing if isinstance(item, dict)]
+
+
+def _server_findings(server, first_names, second_names, problems):
     findings = []
     if server.is_legacy:
         findings.append(warning(
@@ -77,9 +120,7 @@ def _server_findings(server, first, second, problems):
             coded(_("The server speaks an older protocol revision (%(version)s), not 2026-07-28."), version=server.protocol_version or "?"),
             _("Upgrade the server's MCP SDK: stateless calls are faster and need no session."),
         ))
-    order_first = [item.get("name") for item in first if isinstance(item, dict)]
-    order_second = [item.get("name") for item in second if isinstance(item, dict)]
-    if order_first != order_second:
+    if first_names != second_names:
         findings.append(warning(
             "C7", _("tools/list returned the tools in a different order on two reads."),
             _("Return tools in a stable order: a changing order defeats the model's prompt cache."),
@@ -92,43 +133,83 @@ def _server_findings(server, first, second, problems):
     return findings
 
 
-def _store_listing(server, first, second) -> CatalogVersion:
-    listing, problems = split_listing(first)
-    live = {tool.name: tool for tool in server.tools.filter(removed_in__isnull=True)}
-    diff = diff_listing({name: (tool.definition, tool.definition_hash) for name, tool in live.items()}, listing)
+def _store_listing(server: McpServer, listed: list[ListedTool], server_findings) -> CatalogVersion:
+    scenarios = tenant_scenarios(current_tenant())
+    # Definitions stay in the database unless they changed: the diff needs the old one, the
+    # rest is known by its hash.
+    live = {tool.name: tool for tool in server.tools.filter(removed_in__isnull=True).defer("definition")}
+    changed_ids = [live[e.name].pk for e in listed if e.name in live and live[e.name].definition_hash != e.hash]
+    old_definitions = dict(Tool.objects.filter(pk__in=changed_ids).values_list("name", "definition"))
+    diff = diff_listing({name: tool.definition_hash for name, tool in live.items()}, listed, old_definitions)
     last = server.versions.order_by("-number").values_list("number", flat=True).first() or 0
-    server_findings = _server_findings(server, first, second, problems)
     version = CatalogVersion.objects.create(
-        server=server, number=last + 1, tool_count=len(listing), diff=diff,
+        server=server, number=last + 1, tool_count=len(listed), diff=diff,
         server_finding_codes=[finding_codes(f) | {"rule": f.rule, "severity": f.severity} for f in server_findings],
     )
-    changed = {item["name"] for item in diff["changed"]}
-    to_create, to_update = [], []
-    for position, definition in enumerate(listing):
-        tool = live.get(definition["name"])
+
+    new_tools, recertified, updates = [], [], defaultdict(list)
+    for position, entry in enumerate(listed):
+        tool = live.get(entry.name)
         if tool is None:
-            tool = Tool(server=server, name=definition["name"], added_in=version, changed_in=version)
-            to_create.append(tool)
-        else:
-            to_update.append(tool)
-            if definition["name"] in changed:
-                tool.changed_in = version
-        tool.position = position
-        tool.definition = definition
-        tool.definition_hash = definition_hash(definition)
-        tool.prefixed_name = prefixed_name(server.slug, definition["name"])
-        tool.level = tool_level(definition.get("annotations"))
-    removed_names = set(diff["removed"])
-    for name in removed_names:
+            tool = Tool(
+                server=server, name=entry.name, added_in=version, changed_in=version, position=position,
+                definition=entry.definition, definition_hash=entry.hash,
+                prefixed_name=prefixed_name(server.slug, entry.name), level=entry.level,
+            )
+            new_tools.append(tool)
+            continue
+        changes = _apply_listing(tool, entry, position, server.slug, version)
+        basis = certification_basis(definition_hash=entry.hash, server_slug=server.slug, scenarios=scenarios)
+        if tool.certification_basis != basis:
+            tool.definition = entry.definition  # what the rules read; written only if it changed
+            recertified.append(tool)
+            changes += VERDICT_FIELDS
+        if changes:
+            updates[tuple(changes)].append(tool)
+    for name in diff["removed"]:
         live[name].removed_in = version
-    Tool.objects.bulk_create(to_create)
-    update_tool_fields(
-        to_update + [live[name] for name in removed_names],
-        ["position", "definition", "definition_hash", "prefixed_name", "level", "changed_in", "removed_in"],
-    )
-    Finding.objects.filter(server=server, tool__isnull=True).delete()
-    Finding.objects.bulk_create(
-        [finding_row(server, None, f, Finding.Source.SERVER) for f in server_findings]
-    )
-    certify_tools(server=server, tools=to_create + to_update)
+        updates[("removed_in",)].append(live[name])
+
+    # A probe verdict stands only for the definition it judged (C8, C9).
+    Finding.objects.filter(tool__in=changed_ids, source=Finding.Source.PROBE).delete()
+    findings = judge(server=server, tools=new_tools + recertified, scenarios=scenarios)
+    insert_rows(Tool, new_tools)
+    replace_findings(tools=recertified, rows=findings)
+    for fields, tools in updates.items():
+        update_rows(Tool, tools, list(fields))
+    _store_server_findings(server, server_findings)
+    if new_tools or updates:
+        # One bump for the whole sync: bulk writes send no post_save signals.
+        catalog_changed()
     return version
+
+
+def _apply_listing(tool: Tool, entry: ListedTool, position: int, server_slug: str, version) -> list[str]:
+    """Set what the listing says on a stored tool; return the names of the fields that changed."""
+    changes = []
+    if tool.definition_hash != entry.hash:
+        tool.definition, tool.definition_hash, tool.changed_in = entry.definition, entry.hash, version
+        changes += ["definition", "definition_hash", "changed_in"]
+    for field, value in (("position", position), ("prefixed_name", prefixed_name(server_slug, entry.name)), ("level", entry.level)):
+        if getattr(tool, field) != value:
+            setattr(tool, field, value)
+            changes.append(field)
+    return changes
+
+
+def _store_server_findings(server: McpServer, findings):
+    """Replace the server-wide findings, unless they are the ones already stored."""
+    def key(rule, severity, codes):
+        return json.dumps([rule, severity, codes], sort_keys=True)
+
+    wanted = sorted(key(f.rule, f.severity, finding_codes(f)) for f in findings)
+    stored = Finding.objects.filter(server=server, tool__isnull=True)
+    fields = ["message_code", "message_params", "hint_code", "hint_params"]
+    current = sorted(
+        key(row["rule"], row["severity"], {name: row[name] for name in fields})
+        for row in stored.values("rule", "severity", *fields)
+    )
+    if wanted == current:
+        return
+    stored.delete()
+    insert_rows(Finding, [finding_row(server, None, f, Finding.Source.SERVER) for f in findings])
