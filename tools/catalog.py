@@ -69,18 +69,33 @@ def read_listing(listing: list, *, max_definition_bytes: int) -> tuple[list[List
         number = index + 1
         if not isinstance(name, str) or not name:
             problems.append(format_lazy(_("#{number}: no name"), number=number))
+            continue
+        canonical = canonical_json(item)
+        if "\\u0000" in canonical and _has_nul(item):
+            # PostgreSQL cannot store a NUL character in text or jsonb.
+            problems.append(format_lazy(_("#{number}: a NUL character"), number=number))
         elif len(name) > MAX_NAME:
             problems.append(format_lazy(_("#{number}: name longer than {limit} characters"), number=number, limit=MAX_NAME))
         elif name in seen:
             problems.append(format_lazy(_("#{number}: duplicate name {name}"), number=number, name=name))
         else:
             seen.add(name)
-            encoded = canonical_json(item).encode()
+            encoded = canonical.encode()
             level = tool_level(item.get("annotations"))
             if len(encoded) > max_definition_bytes:
                 item = {"name": name, OMITTED_KEY: {"bytes": len(encoded), "limit": max_definition_bytes}}
             kept.append(ListedTool(name=name, definition=item, hash=hashlib.sha256(encoded).hexdigest(), level=level))
     return kept, problems
+
+
+def _has_nul(value) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(key) or _has_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return False
 
 
 def diff_listing(live: dict[str, str], listed: list[ListedTool], old_definitions: dict[str, dict]) -> dict:

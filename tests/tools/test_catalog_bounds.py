@@ -90,3 +90,18 @@ def test_it_blocks_an_oversized_definition_without_storing_it(alpha, settings):
     assert "the limit is 4000" in messages[0]
     assert tools["consultar_caso"].certification == "certified"
     assert not again.has_changes
+
+
+def test_it_leaves_out_a_definition_the_database_cannot_hold_and_stores_the_rest(alpha):
+    """M5, A4: a NUL character (which PostgreSQL text and jsonb cannot hold) in one definition
+    leaves that definition out with a server finding; the sync succeeds with the others."""
+    broken = good("consultar_historial", description="Devuelve el historial\x00 del caso.")
+    with serve_asgi(MutableCatalog([good("consultar_caso"), broken]).app()) as url:
+        server = register(alpha, url)
+        with alpha.schema():
+            version = catalog_sync(server=server)
+            names = list(Tool.objects.filter(server=server).values_list("name", flat=True))
+            with translation.override("en"):
+                shown = version.server_findings
+    assert names == ["consultar_caso"] and version.tool_count == 1
+    assert [f["rule"] for f in shown] == ["M5"] and "#2: a NUL character" in shown[0]["message"]
