@@ -15,7 +15,8 @@ Codes:
   code is not known (any more).
 - `literal`: text that was never translatable (a plain string), shown as it was stored.
 
-A parameter is a plain value, a list of parameters (shown joined with "; "), or a nested
+Positional values (`format_lazy("{}, {}", a, b)`) are kept in order under "_args". Any other
+parameter is a plain value, a list of parameters (shown joined with "; "), or a nested
 `{"code": ..., "params": ...}` for a translatable part (the error inside "The live probe
 failed: {error}"). Pure functions; no database.
 """
@@ -27,6 +28,7 @@ from django.utils.text import _format_lazy
 from django.utils.translation import gettext
 
 LITERAL = "literal"
+POSITIONAL = "_args"  # the positional values of a `format_lazy("{}, {}", a, b)`
 MCP_PREFIX = "mcp:"
 MAX_PARAM_CHARS = 4000  # a parameter can quote a tenant's server; keep stored rows bounded
 _SCALARS = (str, int, float, bool, type(None))
@@ -80,21 +82,22 @@ def render_text(code: str, params: dict | None) -> str:
         return str(params.get("text", ""))
     if code.startswith(MCP_PREFIX):
         return _render_mcp(code[len(MCP_PREFIX):], params)
-    values = {name: _shown(value) for name, value in params.items()}
+    positional = [_shown(value) for value in params.get(POSITIONAL, [])]
+    values = {name: _shown(value) for name, value in params.items() if name != POSITIONAL}
     for template in (gettext(code), code):  # a broken translation falls back to the English
         try:
-            return _fill(template, values)
+            return _fill(template, positional, values)
         except (KeyError, IndexError, ValueError, TypeError):
             continue
     return code
 
 
-def _fill(template: str, values: dict) -> str:
-    if not values:
+def _fill(template: str, positional: list, values: dict) -> str:
+    if not values and not positional:
         return template
     if "%(" in template:
         return template % values
-    return template.format(**values)
+    return template.format(*positional, **values)
 
 
 def _render_mcp(code: str, params: dict) -> str:
@@ -155,7 +158,7 @@ def _lazy_call(message: Promise) -> tuple[str, dict] | None:
         return None
     if func is gettext and len(args) == 1 and not kwargs and isinstance(args[0], str):
         return args[0], {}
-    if func is _format_lazy and len(args) == 1 and not any(isinstance(name, int) for name in kwargs):
+    if func is _format_lazy and args:
         template = args[0]
         if isinstance(template, Promise):
             inner = _lazy_call(template)
@@ -163,7 +166,10 @@ def _lazy_call(message: Promise) -> tuple[str, dict] | None:
                 return None
             template = inner[0]
         if isinstance(template, str):
-            return template, {name: _param(value) for name, value in kwargs.items()}
+            params = {name: _param(value) for name, value in kwargs.items()}
+            if len(args) > 1:
+                params[POSITIONAL] = [_param(value) for value in args[1:]]
+            return template, params
     return None
 
 

@@ -46,6 +46,20 @@ def test_it_renders_older_percent_messages_and_nested_parts():
     assert str(listed).endswith("#1: no name; #3: no name.")
 
 
+def test_it_keeps_positional_parts_of_a_rule_message():
+    """A3, C2: the volatile-data finding nests a list built with positional placeholders; both
+    levels render in the reader's language."""
+    from tools.rules import check_description
+
+    finding = next(f for f in check_description("Devuelve el precio: $45.000 por unidad. No la uses para vender.")
+                   if "volatile" in str(text_code(f.message)[0]))
+    code, params = text_code(finding.message)
+    assert code == "The description has volatile data ({kinds})."
+    english, spanish = both(code, json.loads(json.dumps(params)))
+    assert english == "The description has volatile data (prices)."
+    assert spanish != english and "precios" in spanish
+
+
 def test_it_keeps_plain_text_as_it_was_and_survives_a_broken_template():
     """A3, A4: plain text is a literal; a template whose values do not fit still shows."""
     assert text_code("Algo pasó") == (LITERAL, {"text": "Algo pasó"})
