@@ -163,7 +163,7 @@ def bench_size(tenant, count: int, args) -> None:
     print("  " + summary("of which network: two tools/list reads", network))
     if profiler is not None:
         print(f"\nProfile of one {args.profile} re-sync (cumulative, top 30):")
-        pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
+        pstats.Stats(profiler).sort_stats(os.environ.get("BENCH_SORT", "cumulative")).print_stats(30)
 
 
 def bench_over_limit(tenant, count: int, args) -> None:

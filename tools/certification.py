@@ -19,7 +19,7 @@ from tools import rules
 from tools.catalog import OMITTED_KEY
 from tools.catalog_cache import catalog_changed
 from tools.models import Finding, McpServer, Tool
-from tools.rows import insert_rows, update_rows
+from tools.rows import insert_rows, update_rows, uuids
 from tools.rules import Finding as RuleFinding
 from tools.rules import certify_definition, is_blocking
 from tools.rules.findings import blocking
@@ -39,10 +39,15 @@ def _rules_fingerprint() -> str:
 RULES_FINGERPRINT = _rules_fingerprint()
 
 
-def certification_basis(*, definition_hash: str, server_slug: str, scenarios: list[str] | None) -> str:
-    """What a verdict depends on besides probes, in one hash."""
-    material = json.dumps([definition_hash, server_slug, scenarios, RULES_FINGERPRINT])
-    return hashlib.sha256(material.encode()).hexdigest()
+def certification_basis_for(*, server_slug: str, scenarios: list[str] | None):
+    """A function of a definition hash: what a verdict depends on besides probes, in one hash
+    (the definition, the server's slug for M6, the tenant's scenarios for C6, the rules)."""
+    context = json.dumps([server_slug, scenarios, RULES_FINGERPRINT]).encode()
+
+    def basis(definition_hash: str) -> str:
+        return hashlib.sha256(context + definition_hash.encode()).hexdigest()
+
+    return basis
 
 
 def tenant_scenarios(tenant) -> list[str] | None:
@@ -85,6 +90,7 @@ def judge_tools(*, server: McpServer, tools: list[Tool], scenarios: list[str] | 
     findings as unsaved rows. `probe_blocked`: ids of tools whose standing probe findings (made
     on the current definition) block. No database access."""
     now = timezone.now()
+    basis_of = certification_basis_for(server_slug=server.slug, scenarios=scenarios)
     rows = []
     for tool in tools:
         findings = definition_findings(tool.definition, server_slug=server.slug, scenarios=scenarios)
@@ -93,9 +99,7 @@ def judge_tools(*, server: McpServer, tools: list[Tool], scenarios: list[str] | 
         tool.certification = Tool.Certification.BLOCKED if blocked else Tool.Certification.CERTIFIED
         tool.certified_hash = tool.definition_hash
         tool.certified_at = now
-        tool.certification_basis = certification_basis(
-            definition_hash=tool.definition_hash, server_slug=server.slug, scenarios=scenarios
-        )
+        tool.certification_basis = basis_of(tool.definition_hash)
     return rows
 
 
@@ -103,7 +107,7 @@ def standing_probe_blocks(tools: list[Tool]) -> set:
     """Ids of the tools with a blocking probe finding made on their current definition."""
     current = {tool.pk: tool.definition_hash for tool in tools}
     found = Finding.objects.filter(
-        tool__in=list(current), source=Finding.Source.PROBE, severity=Finding.Severity.BLOCKING
+        tool__in=uuids(current), source=Finding.Source.PROBE, severity=Finding.Severity.BLOCKING
     ).values_list("tool_id", "definition_hash")
     return {tool_id for tool_id, judged in found if current.get(tool_id) == judged}
 
@@ -128,9 +132,9 @@ def judge(*, server: McpServer, tools: list[Tool], scenarios: list[str] | None, 
 def replace_findings(*, tools: list[Tool], rows: list[Finding], probed: list = ()):
     """Store `rows` in place of the definition findings of `tools` (and of the probe findings of
     the tools in `probed`)."""
-    Finding.objects.filter(tool__in=[tool.pk for tool in tools], source=Finding.Source.DEFINITION).delete()
+    Finding.objects.filter(tool__in=uuids(tool.pk for tool in tools), source=Finding.Source.DEFINITION).delete()
     if probed:
-        Finding.objects.filter(tool__in=list(probed), source=Finding.Source.PROBE).delete()
+        Finding.objects.filter(tool__in=uuids(probed), source=Finding.Source.PROBE).delete()
     insert_rows(Finding, rows)
 
 

@@ -11,6 +11,7 @@ import json
 import uuid
 
 from django.db import connection, models
+from django.db.models.expressions import RawSQL
 
 BATCH = 5000
 
@@ -48,6 +49,12 @@ def update_rows(model: type[models.Model], objects: list[models.Model], field_na
             f"WHERE t.{quote(pk.column)} = v.{quote(pk.column)}",
             _document([pk, *fields], batch),
         )
+
+
+def uuids(values) -> RawSQL:
+    """For `pk__in=` / `tool__in=` with thousands of ids: one array parameter instead of one
+    placeholder per id."""
+    return RawSQL("SELECT unnest(%s::uuid[])", (list(values),))
 
 
 def _batches(objects):

@@ -10,6 +10,7 @@ definition (and certification basis) is unchanged keeps its row, verdict and fin
 import json
 import logging
 from collections import defaultdict
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import transaction
@@ -24,7 +25,7 @@ from tools.catalog import ListedTool, diff_listing, prefixed_name, read_listing
 from tools.catalog_cache import catalog_changed
 from tools.certification import (
     VERDICT_FIELDS,
-    certification_basis,
+    certification_basis_for,
     finding_codes,
     finding_row,
     judge,
@@ -32,7 +33,7 @@ from tools.certification import (
     tenant_scenarios,
 )
 from tools.models import CatalogVersion, Finding, McpServer, Tool
-from tools.rows import insert_rows, update_rows
+from tools.rows import insert_rows, update_rows, uuids
 from tools.rules.findings import warning
 from tools.servers import server_probe, server_target
 from tools.texts import coded, error_code, text_code
@@ -133,45 +134,65 @@ def _server_findings(server, first_names, second_names, problems):
     return findings
 
 
+class _Stored(NamedTuple):
+    """What the sync compares of a stored live tool (its definition stays in the database)."""
+
+    pk: object
+    name: str
+    definition_hash: str
+    position: int
+    prefixed_name: str
+    level: str
+    certification_basis: str
+
+
 def _store_listing(server: McpServer, listed: list[ListedTool], server_findings) -> CatalogVersion:
     scenarios = tenant_scenarios(current_tenant())
-    # Definitions stay in the database unless they changed: the diff needs the old one, the
-    # rest is known by its hash.
-    live = {tool.name: tool for tool in server.tools.filter(removed_in__isnull=True).defer("definition")}
+    live = {
+        row.name: row
+        for row in map(_Stored._make, server.tools.filter(removed_in__isnull=True).values_list(*_Stored._fields))
+    }
     changed_ids = [live[e.name].pk for e in listed if e.name in live and live[e.name].definition_hash != e.hash]
-    old_definitions = dict(Tool.objects.filter(pk__in=changed_ids).values_list("name", "definition"))
-    diff = diff_listing({name: tool.definition_hash for name, tool in live.items()}, listed, old_definitions)
+    # Only the changed definitions are read back, for the fields the diff names.
+    old_definitions = dict(Tool.objects.filter(pk__in=uuids(changed_ids)).values_list("name", "definition"))
+    diff = diff_listing({name: row.definition_hash for name, row in live.items()}, listed, old_definitions)
     last = server.versions.order_by("-number").values_list("number", flat=True).first() or 0
     version = CatalogVersion.objects.create(
         server=server, number=last + 1, tool_count=len(listed), diff=diff,
         server_finding_codes=[finding_codes(f) | {"rule": f.rule, "severity": f.severity} for f in server_findings],
     )
 
+    basis_of = certification_basis_for(server_slug=server.slug, scenarios=scenarios)
     new_tools, recertified, updates = [], [], defaultdict(list)
     for position, entry in enumerate(listed):
-        tool = live.get(entry.name)
-        if tool is None:
-            tool = Tool(
-                server=server, name=entry.name, added_in=version, changed_in=version, position=position,
+        stored = live.get(entry.name)
+        if stored is None:
+            new_tools.append(Tool(
+                server_id=server.pk, name=entry.name, added_in_id=version.pk, changed_in_id=version.pk, position=position,
                 definition=entry.definition, definition_hash=entry.hash,
                 prefixed_name=prefixed_name(server.slug, entry.name), level=entry.level,
-            )
-            new_tools.append(tool)
+            ))
             continue
-        changes = _apply_listing(tool, entry, position, server.slug, version)
-        basis = certification_basis(definition_hash=entry.hash, server_slug=server.slug, scenarios=scenarios)
-        if tool.certification_basis != basis:
-            tool.definition = entry.definition  # what the rules read; written only if it changed
+        wanted = {
+            "position": position, "prefixed_name": prefixed_name(server.slug, entry.name), "level": entry.level,
+            "definition_hash": entry.hash,
+        }
+        changes = [field for field, value in wanted.items() if getattr(stored, field) != value]
+        recertify = stored.certification_basis != basis_of(entry.hash)
+        if not changes and not recertify:
+            continue  # untouched: its row, verdict and findings stay as they are
+        tool = Tool(id=stored.pk, server_id=server.pk, name=entry.name, definition=entry.definition, changed_in_id=version.pk, **wanted)
+        if "definition_hash" in changes:
+            changes += ["definition", "changed_in"]
+        if recertify:
             recertified.append(tool)
             changes += VERDICT_FIELDS
-        if changes:
-            updates[tuple(changes)].append(tool)
+        updates[tuple(changes)].append(tool)
     for name in diff["removed"]:
-        live[name].removed_in = version
-        updates[("removed_in",)].append(live[name])
+        updates[("removed_in",)].append(Tool(id=live[name].pk, removed_in_id=version.pk))
 
     # A probe verdict stands only for the definition it judged (C8, C9).
-    Finding.objects.filter(tool__in=changed_ids, source=Finding.Source.PROBE).delete()
+    Finding.objects.filter(tool__in=uuids(changed_ids), source=Finding.Source.PROBE).delete()
     findings = judge(server=server, tools=new_tools + recertified, scenarios=scenarios)
     insert_rows(Tool, new_tools)
     replace_findings(tools=recertified, rows=findings)
@@ -182,19 +203,6 @@ def _store_listing(server: McpServer, listed: list[ListedTool], server_findings)
         # One bump for the whole sync: bulk writes send no post_save signals.
         catalog_changed()
     return version
-
-
-def _apply_listing(tool: Tool, entry: ListedTool, position: int, server_slug: str, version) -> list[str]:
-    """Set what the listing says on a stored tool; return the names of the fields that changed."""
-    changes = []
-    if tool.definition_hash != entry.hash:
-        tool.definition, tool.definition_hash, tool.changed_in = entry.definition, entry.hash, version
-        changes += ["definition", "definition_hash", "changed_in"]
-    for field, value in (("position", position), ("prefixed_name", prefixed_name(server_slug, entry.name)), ("level", entry.level)):
-        if getattr(tool, field) != value:
-            setattr(tool, field, value)
-            changes.append(field)
-    return changes
 
 
 def _store_server_findings(server: McpServer, findings):
