@@ -73,9 +73,9 @@ def catalog_sync(*, server: McpServer) -> CatalogVersion:
     except (mcp.McpError, ApplicationError) as exc:
         sync_mark(server=server, status=McpServer.SyncStatus.ERROR, error=exc)
         raise
-    listed, problems = read_listing(first, max_definition_bytes=settings.ASIXTO_MAX_TOOL_DEFINITION_BYTES)
-    server_findings = _server_findings(server, _names(first), second_names, problems)
     try:
+        listed, problems = read_listing(first, max_definition_bytes=settings.ASIXTO_MAX_TOOL_DEFINITION_BYTES)
+        server_findings = _server_findings(server, _names(first), second_names, problems)
         with transaction.atomic():
             # One sync at a time per server (and no probe verdict in between): the lock orders
             # them, so version numbers and diffs are computed against what was stored last.

@@ -145,8 +145,8 @@ def _param(value):
         return value
     if isinstance(value, (list, tuple)):
         return [_param(item) for item in value]
-    if isinstance(value, dict):
-        return {str(name): _param(item) for name, item in value.items()}
+    # Anything else (a dict included) is shown as text: only nested translatable parts, made
+    # above, are stored as {"code", "params"}, so a value can never become a template.
     return _bounded(str(value))
 
 

@@ -96,3 +96,13 @@ def test_it_stores_connection_errors_by_code_when_they_have_one_and_as_text_othe
         except Exception:
             pass  # a code it does not know: the English text kept beside it
     assert render_text(code, params) == str(CodedText(code, params)) == expected
+
+
+def test_it_never_takes_a_value_for_a_template():
+    """A3, A4: a value shaped like a stored code (say, from a server's answer) stays a value:
+    it is shown as text and never formatted."""
+    hostile = {"code": "{0.__class__.__mro__}", "params": {}}
+    code, params = text_code(coded(_("The live probe failed: %(error)s"), error=hostile))
+    with override("en"):
+        shown = render_text(code, json.loads(json.dumps(params)))
+    assert shown == f"The live probe failed: {hostile}" and "mro" in shown and "class 'object'" not in shown
