@@ -36,7 +36,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from runtime import events, selectors
+from runtime import events, selectors, webhooks
 from runtime.budgets import apply_budgets
 from runtime.model_client import Answer, Endpoint, ModelError, NativeCall, complete
 from runtime.models import Message, TruncationLog, Turn, TurnEvent, TurnStep
@@ -148,6 +148,8 @@ def _finish(turn: Turn, *, reply: str, status: str, error_code: str = "", error_
         )
         events.event_add(turn_id=turn.pk, kind=TurnEvent.Kind.REPLY, text=reply,
                          data={"status": status, **({"error": error_code} if error_code else {})})
+        # The posting channel's webhook gets the reply once it is stored for good.
+        transaction.on_commit(lambda: webhooks.turn_finished(turn=turn))
 
 
 def _failure_reply(language):
