@@ -44,7 +44,9 @@ def message_post(*, conversation: Conversation, text: str, external_id: str = ""
                 conversation=conversation, role=Message.Role.CUSTOMER, text=text, external_id=external_id
             )
             turn = Turn.objects.create(conversation=conversation, message=message, api_key_id=api_key_id)
-            transaction.on_commit(lambda: turn_run.delay(str(turn.pk)))
+            # robust: a broker that is down must not turn a stored message into a 500; the turn
+            # stays queued and `requeue_stalled_turns` sends it again.
+            transaction.on_commit(lambda: turn_run.delay(str(turn.pk)), robust=True)
     except IntegrityError:
         # Another post with this external_id committed between our read and our insert: the
         # unique constraint made it the only one; answer with its turn.

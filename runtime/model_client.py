@@ -15,7 +15,6 @@ factory that pins checked addresses can replace it.
 """
 
 import json
-import logging
 import threading
 import time
 from dataclasses import dataclass, field
@@ -24,8 +23,6 @@ import httpx
 from django.conf import settings
 
 from tools.outbound import OutboundRefused, check_url
-
-log = logging.getLogger(__name__)
 
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 MAX_DETAIL = 300

@@ -90,6 +90,7 @@ class Turn(models.Model):
     # if it has one, gets the reply. Empty for turns started from the dashboard's playground.
     api_key_id = models.UUIDField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
+    resent_at = models.DateTimeField(null=True, blank=True)  # last time the sweeper sent the task again
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

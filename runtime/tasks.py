@@ -2,13 +2,16 @@
 
 `turn_run` acknowledges late and is rejected (so redelivered) when its worker dies: a turn that
 was cut short runs again, and `turn_execute` resumes it from its stored steps (R10).
+`requeue_stalled_turns` (periodic) sends again the turns whose task never reached a worker or
+whose worker died, sooner than the broker's own redelivery.
 `webhook_deliver` makes one delivery attempt and schedules the next one itself (Celery's retry,
 with the countdown the webhook service chose); receivers drop repeats by `X-Asixto-Delivery`."""
 
 from celery import shared_task
+from django_tenants.utils import get_tenant_model, tenant_context
 
 from runtime import webhooks
-from runtime.turn import turn_execute
+from runtime.turn import stalled_turns_mark_resent, turn_execute
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
@@ -24,3 +27,11 @@ def webhook_deliver(self, webhook_id, turn_id, delivery_id):
                              attempt=self.request.retries + 1)
     if delay is not None:
         raise self.retry(countdown=delay)
+
+
+@shared_task(ignore_result=True)
+def requeue_stalled_turns():
+    for tenant in get_tenant_model().objects.exclude(schema_name="public"):
+        with tenant_context(tenant):
+            for turn_id in stalled_turns_mark_resent():
+                turn_run.delay(str(turn_id))

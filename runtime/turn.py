@@ -51,6 +51,10 @@ VERB_KEY = "com.asixto/verb"
 REPEATED, BAD_ARGUMENTS = "repeated", "invalid_arguments"
 # Rounds in a row in which the model asked only for calls it had already made: it is looping.
 MAX_REPEAT_ROUNDS = 2
+# What a model writes is bounded like anything else that comes from outside.
+MAX_CALLS_PER_ANSWER = 8
+MAX_ARGUMENT_CHARS = 20_000
+MAX_REPLY_CHARS = 8_000
 
 
 class LeaseLost(Exception):
@@ -96,13 +100,28 @@ def turn_execute(*, turn_id) -> None:
         log.info("turn %s: taken over by another runner", turn_id)
     except Exception as exc:
         log.exception("turn %s failed", turn_id)
-        _finish(turn, reply=_failure_reply(turn.conversation.language), status=Turn.Status.FAILED,
+        _finish(turn, runner, reply=failure_reply(turn.conversation.language), status=Turn.Status.FAILED,
                 error_code="internal", error_detail=f"{type(exc).__name__}: {str(exc)[:500]}")
     finally:
         flush_records()
 
 
 # ---------------------------------------------------------------- claiming and finishing
+
+def stalled_turns_mark_resent(*, now=None) -> list:
+    """Turns to send to a worker again, marked as resent: queued ones whose task never arrived
+    (the broker was down when they were posted), and running ones whose runner's lease ran out
+    (its worker died). Sending one twice is harmless: only one runner can claim a turn."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.ASIXTO_TURN_RESEND_SECONDS)
+    not_recently = Q(resent_at__isnull=True) | Q(resent_at__lt=cutoff)
+    stalled = Turn.objects.filter(not_recently).filter(
+        Q(status=Turn.Status.QUEUED, created_at__lt=cutoff) | Q(status=Turn.Status.RUNNING, lease_expires_at__lt=now)
+    )
+    turn_ids = list(stalled.values_list("pk", flat=True)[:1000])
+    Turn.objects.filter(pk__in=turn_ids).update(resent_at=now)
+    return turn_ids
+
 
 def _lease_until():
     return timezone.now() + timedelta(seconds=settings.ASIXTO_TURN_LEASE_SECONDS)
@@ -134,12 +153,14 @@ def _release_db():
         connection.close()
 
 
-def _finish(turn: Turn, *, reply: str, status: str, error_code: str = "", error_detail: str = ""):
-    """Store the one reply of the turn, its event, and the final status (R10: once, whatever runs)."""
+def _finish(turn: Turn, runner: str, *, reply: str, status: str, error_code: str = "", error_detail: str = ""):
+    """Store the one reply of the turn, its event, and the final status (R10: once, whatever runs;
+    a runner whose lease another one took over stores nothing)."""
+    _release_db()  # flushing may wait on the record writer: hold no connection meanwhile
     flush_records()  # the turn's call records are stored before anyone reads the turn as done
     with transaction.atomic():
         locked = Turn.objects.select_for_update().get(pk=turn.pk)
-        if locked.reply_id is not None:
+        if locked.reply_id is not None or locked.runner != runner:
             return
         message = Message.objects.create(conversation_id=turn.conversation_id, role=Message.Role.AGENT, text=reply)
         Turn.objects.filter(pk=turn.pk).update(
@@ -148,16 +169,17 @@ def _finish(turn: Turn, *, reply: str, status: str, error_code: str = "", error_
         )
         events.event_add(turn_id=turn.pk, kind=TurnEvent.Kind.REPLY, text=reply,
                          data={"status": status, **({"error": error_code} if error_code else {})})
-        # The posting channel's webhook gets the reply once it is stored for good.
-        transaction.on_commit(lambda: webhooks.turn_finished(turn=turn))
+        # The posting channel's webhook gets the reply once it is stored for good (robust: a
+        # broker outage costs the push, logged, never the stored turn).
+        transaction.on_commit(lambda: webhooks.turn_finished(turn=turn), robust=True)
 
 
-def _failure_reply(language):
+def failure_reply(language):
     with translation.override(language):
         return _("Sorry, I cannot answer right now. Please try again in a few minutes.")
 
 
-def _no_answer_reply(language):
+def no_answer_reply(language):
     with translation.override(language):
         return _("Sorry, I could not find an answer to that. Could you say it in other words?")
 
@@ -189,10 +211,12 @@ def _run(turn: Turn, runner: str):
             reply = _reply_step(run, request)
     except ModelError as exc:
         log.info("turn %s: model error %s", turn.pk, exc.code)
-        _finish(turn, reply=_failure_reply(run.language), status=Turn.Status.FAILED,
+        _finish(turn, runner, reply=failure_reply(run.language), status=Turn.Status.FAILED,
                 error_code=exc.code, error_detail=exc.detail)
         return
-    _finish(turn, reply=reply or _no_answer_reply(run.language), status=Turn.Status.DONE,
+    if len(reply) > MAX_REPLY_CHARS:
+        reply = reply[:MAX_REPLY_CHARS].rsplit(None, 1)[0] + "…"
+    _finish(turn, runner, reply=reply or no_answer_reply(run.language), status=Turn.Status.DONE,
             error_code="" if reply else "no_answer")
 
 
@@ -264,17 +288,19 @@ def _calls_of(run: _Run, answer: Answer) -> tuple[list[Call], str]:
     prefix = f"call_{run.index}_"
     if answer.tool_calls:
         calls = []
-        for n, native in enumerate(answer.tool_calls, 1):
+        for n, native in enumerate(answer.tool_calls[:MAX_CALLS_PER_ANSWER], 1):
             try:
-                arguments = json.loads(native.arguments) if native.arguments.strip() else {}
+                too_long = len(native.arguments) > MAX_ARGUMENT_CHARS
+                arguments = None if too_long else json.loads(native.arguments) if native.arguments.strip() else {}
             except ValueError:
                 arguments = None
-            calls.append(Call(f"{prefix}{n}", native.name, arguments if isinstance(arguments, dict) else None, native.arguments))
+            calls.append(Call(f"{prefix}{n}", native.name, arguments if isinstance(arguments, dict) else None,
+                              native.arguments[:MAX_ARGUMENT_CHARS]))
         return calls, clean_reply(answer.content)
     parsed = parse_text_calls(answer.content, {name: tool.definition.get("inputSchema") or {} for name, tool in run.tools.items()})
     calls = [
         Call(f"{prefix}{n}", call.name, call.arguments, json.dumps(call.arguments, ensure_ascii=False))
-        for n, call in enumerate(parsed.calls, 1)
+        for n, call in enumerate(parsed.calls[:MAX_CALLS_PER_ANSWER], 1)
     ]
     return calls, clean_reply(parsed.text)
 
@@ -311,8 +337,10 @@ def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:
             return text, True
         run.seen.add(call.signature)
         if call.arguments is None:
-            text = _("The arguments for %(name)s are not a valid JSON object. Correct them and call the tool again.") % {
-                "name": call.name}
+            text = _(
+                "The arguments for %(name)s are not a valid JSON object of at most %(max)d characters. Correct them "
+                "and call the tool again."
+            ) % {"name": call.name, "max": MAX_ARGUMENT_CHARS}
             _save_step(run, index, kind=TurnStep.Kind.TOOL, state=TurnStep.State.DONE, tool_name=call.name,
                        call_id=call.id, arguments={"_raw": call.raw[:2000]}, outcome=BAD_ARGUMENTS, model_text=text,
                        response={"used_after": run.used}, finished_at=timezone.now())

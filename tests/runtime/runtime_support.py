@@ -67,10 +67,11 @@ def tool_calls_seen(peer_or_requests):
     ]
 
 
-def recording_app(app, log, *, hold_first=0, executed=None):
+def recording_app(app, log, *, hold_first=0, executed=None, release=None):
     """`app`, keeping each JSON-RPC request body it receives in `log`. With `hold_first=n`, the
     answers to the first n `tools/call` requests are produced (the side effect happens, and
-    `executed` is set) but held back for up to a minute: a worker killed meanwhile never sees them."""
+    `executed` is set) but held back until `release` is set, a minute at most: a worker killed
+    meanwhile never sees them."""
     held = {"count": 0}
 
     async def recorded(scope, receive, send):
@@ -109,7 +110,10 @@ def recording_app(app, log, *, hold_first=0, executed=None):
         await app(scope, inner_receive, keep)
         if executed is not None:
             executed.set()
-        await asyncio.sleep(60)
+        for _tick in range(6000):
+            if release is not None and release.is_set():
+                break
+            await asyncio.sleep(0.01)
         for message in answer:
             await send(message)
 
@@ -142,3 +146,18 @@ def run_in_thread(world, turn):
     thread = threading.Thread(target=target, name=f"turn-{turn.pk}", daemon=True)
     thread.start()
     return thread
+
+
+def wait_until_finished(world, turn_id, timeout=120):
+    """The turn once a worker finished it (committed data, read on this thread's connection)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        with world.schema():
+            turn = Turn.objects.select_related("reply").get(pk=turn_id)
+        if turn.is_finished:
+            return turn
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the turn did not finish: {turn.status}")
+        time.sleep(0.1)

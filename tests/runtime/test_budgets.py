@@ -2,7 +2,6 @@
 budget cuts the result that crosses it and replaces later ones with a placeholder; every cut is
 a TruncationLog row; each tenant's own budgets apply."""
 
-from django.utils import translation
 
 from runtime.budgets import apply_budgets, exhausted_placeholder, truncation_mark
 from runtime.models import TruncationLog, Turn

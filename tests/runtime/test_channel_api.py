@@ -9,14 +9,13 @@ from django.db import connection
 
 from asixto.celery import app
 from runtime.models import Conversation, Message, Turn
-from runtime.turn import _failure_reply
+from runtime.turn import failure_reply
 from tests.isolation import IsolationContract
 from tests.runtime.runtime_support import CHANNEL_DEFAULTS, agent, post, run
+from tests.support.faults import FaultyPeer
 from tests.support.mcp_servers import serve_asgi
 from tests.support.model_server import ScriptedModel, call, say
-from tests.tools.gateway_support import certified_tool
-from tests.support.faults import FaultyPeer
-from tests.tools.gateway_support import ok_result
+from tests.tools.gateway_support import certified_tool, ok_result
 
 
 def send(client, url, body):
@@ -84,7 +83,7 @@ def test_it_accepts_a_message_at_once_and_queues_the_turn_after_the_commit(alpha
     connection.set_schema_to_public()
     turn = alpha.api(alpha.channel_key).get(body["url"]).json()
     assert turn["status"] == "failed" and turn["error"]["code"] == "model_not_configured"
-    assert turn["reply"]["text"] == _failure_reply(conversation["language"])
+    assert turn["reply"]["text"] == failure_reply(conversation["language"])
 
 
 def test_the_same_external_id_returns_the_first_turn(alpha):

@@ -12,7 +12,7 @@ from httpx_sse import connect_sse
 
 from examples.soporte.server import build_app
 from runtime.models import TurnEvent
-from tests.runtime.runtime_support import agent, queued_turn, register_soporte, run, run_in_thread
+from tests.runtime.runtime_support import agent, queued_turn, register_soporte, run_in_thread
 from tests.support.mcp_servers import serve_asgi
 from tests.support.model_server import ScriptedModel, call, held, say
 from tests.support.web_servers import asgi_server, wsgi_server

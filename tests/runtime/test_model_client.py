@@ -8,7 +8,7 @@ import pytest
 
 from runtime.model_client import Endpoint, ModelError, complete
 from runtime.models import Turn, TurnEvent
-from runtime.turn import _failure_reply
+from runtime.turn import failure_reply
 from tests.runtime.runtime_support import agent, post, run, tenant_settings
 from tests.support.mcp_servers import serve_asgi
 from tests.support.model_server import ScriptedModel, call, dead_url, empty, garbage, say, slow, status
@@ -112,7 +112,7 @@ def test_a_failing_model_ends_the_turn_with_an_honest_reply(alpha, settings, cap
         with serve_asgi(model.app()) as url, agent(alpha, f"{url}/v1"):
             turn = run(alpha, post(alpha, "Hola", language=language))
     assert (turn.status, turn.error_code) == (Turn.Status.FAILED, code)
-    assert turn.reply.text == _failure_reply(language) and turn.finished_at is not None
+    assert turn.reply.text == failure_reply(language) and turn.finished_at is not None
     with alpha.schema():
         event = TurnEvent.objects.get(turn=turn, kind="reply")
     assert event.text == turn.reply.text and event.data == {"status": "failed", "error": code}
@@ -123,5 +123,5 @@ def test_a_turn_without_a_model_configured_says_so_honestly(alpha):
     """R11, T6: no endpoint in the agent settings: an honest reply and `model_not_configured`."""
     with tenant_settings(alpha, model_base_url="", model_name=""):
         turn = run(alpha, post(alpha, "Hola", language="en"))
-    assert (turn.status, turn.error_code, turn.reply.text) == ("failed", "model_not_configured", _failure_reply("en"))
-    assert _failure_reply("en") == "Sorry, I cannot answer right now. Please try again in a few minutes."
+    assert (turn.status, turn.error_code, turn.reply.text) == ("failed", "model_not_configured", failure_reply("en"))
+    assert failure_reply("en") == "Sorry, I cannot answer right now. Please try again in a few minutes."

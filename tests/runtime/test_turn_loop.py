@@ -8,6 +8,7 @@ from examples.soporte.desk import SupportDesk
 from examples.soporte.server import build_app
 from runtime.events import status_text
 from runtime.models import Message, Turn, TurnEvent, TurnStep
+from runtime.turn import no_answer_reply
 from tests.runtime.runtime_support import agent, post, recording_app, register_soporte, run, tool_calls_seen
 from tests.support.mcp_servers import serve_asgi
 from tests.support.model_server import ScriptedModel, call, calls, say
@@ -133,10 +134,7 @@ def test_it_stops_a_model_that_repeats_the_same_call(alpha, soporte):
     repeated = model.requests[2]["messages"][-1]["content"]
     assert SEARCH in repeated and model.requests[2]["messages"][-1]["role"] == "tool"
     assert len(model.requests) == 4  # call, repeat, repeat → stop; then the clean reply request
-    with translation.override("es"):
-        from runtime.turn import _no_answer_reply
-
-        assert turn.reply.text == _no_answer_reply("es")
+    assert turn.reply.text == no_answer_reply("es")
     assert turn.status == Turn.Status.DONE and turn.error_code == "no_answer"
     assert "<tool_call>" not in turn.reply.text and "soporte__" not in turn.reply.text
 
@@ -207,3 +205,17 @@ def test_status_texts_come_from_the_tools_verb():
     with translation.override("en"):
         general = status_text(verb="", verb_language="es", language="en")
     assert general == status_text(verb="consultar un caso", verb_language="es", language="en") == "Checking our systems…"
+
+
+def test_what_a_model_writes_is_bounded(alpha, soporte):
+    """R2, A4: twenty calls in one answer run at most eight; arguments longer than 20,000
+    characters are refused before the gateway; a reply of a million characters is cut."""
+    _desk, log = soporte
+    many = calls(*[(SEARCH, {"consulta": f"producto {n}"}) for n in range(20)])
+    huge = call(SEARCH, '{"consulta": "' + "x" * 30_000 + '"}')
+    model, served = serve_model([many, huge, say("ok"), say("palabra " * 125_000)])
+    with served as url, agent(alpha, f"{url}/v1"):
+        turn = run(alpha, post(alpha, "Todo"))
+    assert len(tool_calls_seen(log)) == 8
+    assert "JSON" in model.requests[2]["messages"][-1]["content"]
+    assert len(turn.reply.text) <= 8001 and turn.reply.text.endswith("palabra…")

@@ -9,8 +9,9 @@ Each request gets the next move; the last move repeats (a model that repeats a c
 `[call(...)]`). Moves: `say(text)` (prose, may hold a tool call written as text),
 `call(name, arguments)` / `calls(...)` (native tool calls), `status(code, body)` (an HTTP error),
 `garbage()` (a body that is not JSON), `empty()` (no choice), `slow(move, seconds)`,
-`held(move, gate)` (answers once `gate` — a threading.Event — is set). `dead_url()` gives a
-loopback URL where nothing listens.
+`held(move, gate)` (answers once `gate` — a threading.Event — is set); a callable move gets the
+request body and returns a move (a model that answers what it is asked, for concurrent turns).
+`dead_url()` gives a loopback URL where nothing listens.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def held(move: Move, gate: threading.Event) -> Move:
 
 @dataclass
 class ScriptedModel:
-    script: list[Move]
+    script: list  # Moves, or callables that take the request body and return a Move
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     arrived: threading.Event = field(default_factory=threading.Event)
@@ -106,6 +107,8 @@ class ScriptedModel:
             self.requests.append(json.loads(body))
             self.headers.append({k.decode().lower(): v.decode() for k, v in scope["headers"]})
             move = self.script[min(len(self.requests), len(self.script)) - 1]
+            if callable(move):
+                move = move(self.requests[-1])
             self.arrived.set()
             if move.gate is not None:
                 deadline = time.monotonic() + 60
