@@ -126,3 +126,14 @@ def test_the_navigation_links_the_new_pages_by_role(alpha):
         assert 'href="/conversations/"' in html and 'href="/truncations/"' in html
     assert 'href="/playground/"' in admin and 'href="/webhooks/"' in admin
     assert 'href="/playground/"' not in support and 'href="/webhooks/"' not in support
+
+
+def test_an_api_key_does_not_open_the_dashboard(alpha):
+    """T2, T3: the dashboard wants a signed-in user; a channel or admin key in the header opens no page."""
+    conversation = make_conversation(alpha)
+    connection.set_schema_to_public()
+    for key in (alpha.channel_key, alpha.admin_key):
+        client = alpha.dashboard()
+        for url in ("/conversations/", f"/conversations/{conversation.pk}/", "/truncations/", "/playground/", "/webhooks/"):
+            response = client.get(url, HTTP_AUTHORIZATION=f"Bearer {key}")
+            assert response.status_code == 302 and "/login/" in response["Location"], url

@@ -378,3 +378,11 @@ class TestWebhookDeliveriesIsolation(IsolationContract):
 
     def make_object(self, world):
         return make_webhook(world)
+
+
+def test_the_schema_documents_the_webhook_api(alpha):
+    """A1: the webhook endpoints are in the OpenAPI schema."""
+    paths = alpha.api(key="").get("/api/v1/schema/", HTTP_ACCEPT="application/json").json()["paths"]
+    for path in ("/api/v1/webhooks", "/api/v1/webhooks/{id}", "/api/v1/webhooks/{id}/secret",
+                 "/api/v1/webhooks/{id}/deliveries"):
+        assert path in paths, path
