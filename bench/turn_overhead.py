@@ -153,7 +153,7 @@ def main():
     print(f"  median time in the model client:  {model_ms:.1f} ms ({model_calls // (args.turns + 5)} requests a turn)")
     print(f"  median time in the gateway+tool:  {tool_ms:.1f} ms ({tool_calls // (args.turns + 5)} calls a turn)")
     print(f"  SQL statements a turn (median):   {statistics.median(s[4] for s in samples):.0f}, "
-          f"new database connections a turn: {statistics.median(s[5] for s in samples):.0f}")
+          f"connections taken a turn (opened, or from the pool): {statistics.median(s[5] for s in samples):.0f}")
     print(f"overhead per loop iteration: median {statistics.median(per_iteration):.2f} ms, "
           f"p90 {statistics.quantiles(per_iteration, n=10)[-1]:.2f} ms  (goal ≤ {GOAL_OVERHEAD_MS:g} ms)")
     delays_ms = [d * 1000 for d in delays]
