@@ -148,7 +148,8 @@ def main():
     tool_ms = statistics.median(s[2] for s in samples) * 1000
     loop = sorted(iterations)
     print(f"database connections: {'psycopg pool, max %d' % args.db_pool if args.db_pool else 'no pool (settings as shipped)'}")
-    print(f"turns measured: {len(samples)} (each: {args.tool_calls} tool calls, {loop} loop iterations, 1 reply request)")
+    reply = ", 1 reply request" if args.tool_calls else " (the answer is the reply)"
+    print(f"turns measured: {len(samples)} (each: {args.tool_calls} tool calls, {loop} loop iterations{reply})")
     print(f"  median turn wall time:            {wall_ms:.1f} ms")
     print(f"  median time in the model client:  {model_ms:.1f} ms ({model_calls // (args.turns + 5)} requests a turn)")
     print(f"  median time in the gateway+tool:  {tool_ms:.1f} ms ({tool_calls // (args.turns + 5)} calls a turn)")
