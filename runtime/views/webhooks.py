@@ -38,8 +38,8 @@ def _page(request, *, form=None, secret=None, secret_for=None, status=200):
 def webhooks_page(request):
     if request.method != "POST":
         return _page(request)
-    keys = [key for key in webhooks.tenant_keys(tenant_id=request.tenant.pk)
-            if not ChannelWebhook.objects.filter(api_key_id=key.pk).exists()]
+    taken = set(ChannelWebhook.objects.values_list("api_key_id", flat=True))
+    keys = [key for key in webhooks.tenant_keys(tenant_id=request.tenant.pk) if key.pk not in taken]
     form = WebhookForm(request.POST, keys=keys)
     if form.is_valid():
         key = next(key for key in keys if str(key.pk) == form.cleaned_data["api_key"])
