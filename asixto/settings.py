@@ -244,6 +244,10 @@ ASIXTO_EVENT_STREAM_SECONDS = float(os.environ.get("ASIXTO_EVENT_STREAM_SECONDS"
 ASIXTO_TURN_LEASE_SECONDS = envint("ASIXTO_TURN_LEASE_SECONDS", 900)
 # A queued turn no worker picked up after this long is sent again (see runtime.tasks).
 ASIXTO_TURN_RESEND_SECONDS = envint("ASIXTO_TURN_RESEND_SECONDS", 300)
+# Webhooks: the pause before each retry of a failed delivery (seconds; one retry per entry), and
+# the deadline for one attempt (connect, send, and the receiver's answer).
+ASIXTO_WEBHOOK_RETRY_DELAYS = [float(d) for d in envlist("ASIXTO_WEBHOOK_RETRY_DELAYS", "1,5,30,120,600")]
+ASIXTO_WEBHOOK_TIMEOUT = float(os.environ.get("ASIXTO_WEBHOOK_TIMEOUT", 10))
 
 # Periodic catalog sync of every tenant's servers (M5); `celery -A asixto worker -B` runs it.
 CELERY_BEAT_SCHEDULE = {

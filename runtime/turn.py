@@ -36,7 +36,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from runtime import events, selectors
+from runtime import events, selectors, webhooks
 from runtime.budgets import apply_budgets
 from runtime.model_client import Answer, Endpoint, ModelError, NativeCall, complete
 from runtime.models import Message, TruncationLog, Turn, TurnEvent, TurnStep
@@ -169,6 +169,9 @@ def _finish(turn: Turn, runner: str, *, reply: str, status: str, error_code: str
         )
         events.event_add(turn_id=turn.pk, kind=TurnEvent.Kind.REPLY, text=reply,
                          data={"status": status, **({"error": error_code} if error_code else {})})
+        # The posting channel's webhook gets the reply once it is stored for good (robust: a
+        # broker outage costs the push, logged, never the stored turn).
+        transaction.on_commit(lambda: webhooks.turn_finished(turn=turn), robust=True)
 
 
 def failure_reply(language):
