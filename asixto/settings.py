@@ -244,6 +244,11 @@ ASIXTO_EVENT_STREAM_SECONDS = float(os.environ.get("ASIXTO_EVENT_STREAM_SECONDS"
 ASIXTO_TURN_LEASE_SECONDS = envint("ASIXTO_TURN_LEASE_SECONDS", 900)
 # A queued turn no worker picked up after this long is sent again (see runtime.tasks).
 ASIXTO_TURN_RESEND_SECONDS = envint("ASIXTO_TURN_RESEND_SECONDS", 300)
+# Pre-routing (R6): on by default; the router call's deadline (a small model, a short answer).
+ASIXTO_ROUTING = envbool("ASIXTO_ROUTING", True)
+ASIXTO_ROUTER_TIMEOUT = float(os.environ.get("ASIXTO_ROUTER_TIMEOUT", 15))
+# Languages the reply can be pinned to when the customer writes in one of them (R7).
+ASIXTO_CUSTOMER_LANGUAGES = envlist("ASIXTO_CUSTOMER_LANGUAGES", "es,en,pt,fr,it,de")
 
 # Periodic catalog sync of every tenant's servers (M5); `celery -A asixto worker -B` runs it.
 CELERY_BEAT_SCHEDULE = {

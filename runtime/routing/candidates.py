@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from runtime.routing import encoder
-from runtime.routing.phrasings import requests_for
+from runtime.routing.phrasings import kind_of, requests_for
 from runtime.routing.words import name_words, terms
 
 VERB_KEY = "com.asixto/verb"
@@ -82,6 +82,7 @@ class CatalogIndex:
     asks: np.ndarray  # (requests, dim): customer requests built from each tool's verb
     asks_owner: np.ndarray  # (requests,): the tool each request belongs to
     weights: list[dict[str, float]]  # per tool: stem → weight
+    kinds: list[str | None]  # per tool: the kind of its verb (phrasings.KINDS)
     idf: dict[str, float]
 
     def __len__(self):
@@ -116,7 +117,8 @@ def build_index(cards: list[ToolCard]) -> CatalogIndex:
     vectors = encoder.embed(texts)
     about = vectors[: 3 * len(cards)].reshape(len(cards), 3, -1)
     return CatalogIndex(cards=list(cards), about=about, asks=vectors[3 * len(cards):],
-                        asks_owner=np.array([n for n, _text in asks], dtype=np.int64), weights=weights, idf=idf)
+                        asks_owner=np.array([n for n, _text in asks], dtype=np.int64), weights=weights, idf=idf,
+                        kinds=[kind_of(card.verb or name_words(card.name)) for card in cards])
 
 
 _cache: "OrderedDict[tuple, CatalogIndex]" = OrderedDict()

@@ -22,11 +22,12 @@ import numpy as np
 
 from runtime.routing import encoder
 from runtime.routing.candidates import CatalogIndex, lexical, semantic
+from runtime.routing.phrasings import kinds_asked
 from runtime.routing.words import fold, normalise, terms
 
 MAX_CANDIDATES = 3
 # Weights and thresholds, chosen on the development half of datasets/asixto_soporte_* only.
-W_ABOUT, W_ASKS, W_LEX, LEX_CAP = 1.0, 1.0, 0.06, 4.0
+W_ABOUT, W_ASKS, W_LEX, LEX_CAP, W_KIND = 1.0, 1.0, 0.06, 4.0, 0.18
 TOOL_THRESHOLD = 0.62  # combined score above which a message asks for a tool
 SMALL_TALK_SIMILARITY = 0.78  # this close to a small-talk phrase, with no tool word in it: none
 FOLLOW_UP_DISCOUNT = 0.95  # a follow-up's inherited score, a little below its source's
@@ -74,7 +75,9 @@ def _small_talk_vectors():
 def _scores(index: CatalogIndex, text: str, vector) -> np.ndarray:
     about, asks = semantic(index, vector)
     lex = lexical(index, terms(text))
-    return W_ABOUT * about + W_ASKS * asks + W_LEX * np.minimum(lex, LEX_CAP), lex
+    asked = kinds_asked(text)
+    kind = np.array([W_KIND if k in asked else 0.0 for k in index.kinds], dtype=np.float32)
+    return W_ABOUT * about + W_ASKS * asks + W_LEX * np.minimum(lex, LEX_CAP) + kind, lex
 
 
 def _ranked(index: CatalogIndex, scores: np.ndarray) -> list[tuple[str, float]]:

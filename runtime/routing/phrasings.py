@@ -9,6 +9,8 @@ with the verb's object filled in ("¿Cómo va mi caso de soporte?"). The kinds a
 generic; a verb of no known kind gets the generic "I want to…" phrasings only.
 """
 
+import re
+
 from runtime.routing.words import fold
 
 # verb (first word, folded) → kind
@@ -60,3 +62,25 @@ def requests_for(verb: str) -> list[str]:
     obj = " ".join(words[1:]) or verb
     kind = kind_of(verb)
     return [p.format(x=obj, v=verb, V=verb[:1].upper() + verb[1:]) for p in PHRASINGS.get(kind, PHRASINGS[None])]
+
+
+# What a message sounds like when it asks for an action of a kind (folded text, word boundaries).
+_CUES = {
+    "search": r"tiene[ns]?|vende[ns]?|venta|cuanto (cuesta|cuestan|vale|valen)|precio|busco|buscando|comprar|catalogo|"
+              r"opciones|do you (have|sell)|how much|price|looking for|buy|find me|show me|muestrame",
+    "status": r"como va|en que (va|estado)|estado|donde (esta|va)|ya (llego|despacharon|resolvieron)|cuando (llega|me llega)|"
+              r"status|update on|where is|track|cuanto (debo|tengo que pagar)|cuantos|cuantas|me quedan|left",
+    "report": r"no (me )?(funciona|sirve|prende|tengo|llega|carga)|se (cae|cayo|dano|me dano)|dano|falla|problema|"
+              r"queja|reclamo|reportar|not working|broken|keeps dropping|down|issue|problem|complaint|report",
+    "book": r"agendar|programar|reservar|que dia pueden|venga|vengan|manden|book|schedule|reserve|appointment",
+    "cancel": r"cancel|anul|ya no (necesito|voy)|reprogram|cambiar la fecha|no voy a estar|reschedul",
+    "change": r"cambiar|cambio|actualiz|modific|subir|pasarme|upgrade|update|change",
+    "handover": r"asesor|persona|humano|alguien de verdad|human|agent|someone real",
+    "return": r"devolver|devolucion|cambiar (el|la) .* que (me )?llego|return|refund",
+}
+_CUE_PATTERNS = {kind: re.compile(rf"\b({pattern})") for kind, pattern in _CUES.items()}
+
+
+def kinds_asked(folded: str) -> set[str]:
+    """The kinds of action a (normalised, folded) message sounds like it asks for."""
+    return {kind for kind, pattern in _CUE_PATTERNS.items() if pattern.search(folded)}
