@@ -27,8 +27,8 @@ from runtime.routing.words import fold, normalise, terms
 
 MAX_CANDIDATES = 3
 # Weights and thresholds, chosen on the development half of datasets/asixto_soporte_* only.
-W_ABOUT, W_ASKS, W_LEX, LEX_CAP, W_KIND = 1.0, 1.0, 0.06, 4.0, 0.18
-TOOL_THRESHOLD = 0.62  # combined score above which a message asks for a tool
+W_ABOUT, W_ASKS, W_LEX, LEX_CAP, W_KIND = 1.0, 1.0, 0.06, 4.0, 0.25
+TOOL_THRESHOLD = 0.45  # combined score above which a message asks for a tool
 SMALL_TALK_SIMILARITY = 0.78  # this close to a small-talk phrase, with no tool word in it: none
 FOLLOW_UP_DISCOUNT = 0.95  # a follow-up's inherited score, a little below its source's
 
@@ -108,19 +108,25 @@ def check(index: CatalogIndex, messages: list[dict]) -> GateResult:
     small_talk = float((_small_talk_vectors() @ vectors[0]).max())
     content = terms(plain)
     ranked = _ranked(index, scores)
+    # "Sí, por favor" to the agent's "¿Quieres que abra un caso?": the agent's offer is the subject.
+    agrees = bool(_YES.match(fold(text).strip(" ¿?¡!"))) and previous_agent.rstrip().endswith("?") and len(content) <= 3
+    if agrees:
+        offered, _lex = _scores(index, texts[2], vectors[2])
+        ranked = _ranked(index, offered)
+        if ranked[0][1] >= TOOL_THRESHOLD:
+            return GateResult(True, ranked, reason="agrees to the agent's offer", follow_up=True)
+        return GateResult(False, ranked, reason="agrees, nothing offered")
     if small_talk >= SMALL_TALK_SIMILARITY and lex.max() == 0 and not _ONLY_DATA.match(plain):
-        if not (_YES.match(fold(text).strip(" ¿?¡!")) and previous_agent.rstrip().endswith("?")):
-            return GateResult(False, ranked, reason="small talk")
+        return GateResult(False, ranked, reason="small talk")
     if ranked[0][1] >= TOOL_THRESHOLD:
         return GateResult(True, ranked, reason="request")
     # The conversation: does this message lean on a previous request?
     leans = bool(_LEANS.match(plain)) or bool(_ONLY_DATA.match(plain)) or len(content) <= 2
-    agrees = bool(_YES.match(fold(text).strip(" ¿?¡!"))) and previous_agent.rstrip().endswith("?")
-    if (leans or agrees) and (texts[1] or texts[2]):
+    if leans and (texts[1] or texts[2]):
         inherited = None
         if texts[1]:
             inherited, _lex = _scores(index, texts[1], vectors[1])
-        if texts[2] and (agrees or _ONLY_DATA.match(plain)):
+        if texts[2] and _ONLY_DATA.match(plain):
             offered, _lex = _scores(index, texts[2], vectors[2])
             inherited = offered if inherited is None else np.maximum(inherited, offered)
         if inherited is not None:

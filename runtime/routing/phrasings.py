@@ -70,7 +70,7 @@ _CUES = {
               r"opciones|do you (have|sell)|how much|price|looking for|buy|find me|show me|muestrame",
     "status": r"como va|en que (va|estado)|estado|donde (esta|va)|ya (llego|despacharon|resolvieron)|cuando (llega|me llega)|"
               r"status|update on|where is|track|cuanto (debo|tengo que pagar)|cuantos|cuantas|me quedan|left",
-    "report": r"no (me )?(funciona|sirve|prende|tengo|llega|carga)|se (cae|cayo|dano|me dano)|dano|falla|problema|"
+    "report": r"abr(ir|a|e|an) (un|el|mi|otro) |no (me )?(funciona|sirve|prende|tengo|llega|carga)|se (cae|cayo|dano|me dano)|dano|falla|problema|"
               r"queja|reclamo|reportar|not working|broken|keeps dropping|down|issue|problem|complaint|report",
     "book": r"agendar|programar|reservar|que dia pueden|venga|vengan|manden|book|schedule|reserve|appointment",
     "cancel": r"cancel|anul|ya no (necesito|voy)|reprogram|cambiar la fecha|no voy a estar|reschedul",

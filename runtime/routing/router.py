@@ -94,13 +94,16 @@ def parse_facts(text: str, candidates: list[ToolCard]) -> Facts | None:
     fenced = _FENCE.search(text)
     if fenced:
         text = fenced.group(1).strip()
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end <= start:
-        return None
     try:
-        data = json.loads(text[start:end + 1])
+        data = json.loads(text)  # the answer as asked: one JSON object
     except ValueError:
-        return None
+        start, end = text.find("{"), text.rfind("}")  # or one object with a sentence around it
+        if start < 0 or end <= start:
+            return None
+        try:
+            data = json.loads(text[start:end + 1])
+        except ValueError:
+            return None
     if not isinstance(data, dict) or any(True for _error in _validator.iter_errors(data)):
         return None
     names = {card.name for card in candidates}
