@@ -12,7 +12,7 @@ from django.conf import settings
 
 from runtime.routing.words import tokens
 
-CONFIDENT = 0.9
+CONFIDENT = 0.8
 MIN_WORDS = 2
 _identifier = None
 _lock = threading.Lock()
