@@ -150,6 +150,7 @@ class TurnEvent(models.Model):
 
     class Kind(models.TextChoices):
         STATUS = "status", _("status")
+        CHART = "chart", _("chart")  # a chart spec drawn by asixto__draw_chart (R12)
         REPLY = "reply", _("reply")
 
     id = models.BigAutoField(primary_key=True)
@@ -242,3 +243,8 @@ class WebhookDelivery(models.Model):
 
     def __str__(self):
         return f"{self.delivery_id} #{self.attempt} {self.outcome}"
+
+
+from runtime.builtins.models import (  # noqa: E402, F401  (models of the built-in tools, R12)
+    AgentOptions, ContactCapture, Document, FollowUp, Reminder, Skill,
+)

@@ -1,0 +1,97 @@
+"""Built-in tools of the agent (R12, R13), one module per family:
+
+    registry.py   definitions, reasons, the call path (validate, run, sanitise, record)
+    followups.py  asixto__schedule_follow_up, asixto__create_reminder
+    contacts.py   asixto__capture_contact
+    documents.py  asixto__edit_document
+    charts.py     asixto__draw_chart (data from the turn, spec for the channel)
+    skills.py     asixto__invoke_skill (tenant-defined skills)
+    public.py     asixto__web_search, asixto__read_page (behind the public-sources switch)
+    models.py     what they write, skills, agent options
+
+`TurnBuiltins` is what the turn service holds: the built-ins this message gives a reason for,
+the catalog tools held back for skills, and the skills loaded so far."""
+
+from dataclasses import dataclass, field
+
+from runtime.builtins import charts, contacts, documents, followups, public  # noqa: F401  (they register)
+from runtime.builtins.models import AgentOptions
+from runtime.builtins.registry import TOOLS, BuiltinTool, Context, call_builtin, fold, gives_reason, is_builtin
+from runtime.builtins.skills import NAME as INVOKE_SKILL
+from runtime.builtins.skills import reserved_tools, skill_tool, skills_for
+
+__all__ = ["TurnBuiltins", "Context", "call_builtin", "is_builtin", "INVOKE_SKILL"]
+
+
+@dataclass
+class TurnBuiltins:
+    attached: dict[str, BuiltinTool]  # offered from the first model call
+    skills: list  # skills this message may load
+    held: dict = field(default_factory=dict)  # catalog tools (name → Tool) that arrive only with a skill
+    loaded: list = field(default_factory=list)  # skills loaded so far, in order
+    applied: int = 0  # how many of `loaded` the model's request already carries
+
+    @classmethod
+    def for_message(cls, *, message: str, catalog: dict) -> "TurnBuiltins":
+        """Built-ins whose reason is in `message` (R12); web search and page reading only with the
+        public-sources switch on (R13). `catalog` (name → Tool, as offered) loses the tools that
+        belong to a skill: they are moved to `held`."""
+        folded = fold(message)
+        public_on = AgentOptions.current().public_sources
+        attached = {name: tool for name, tool in TOOLS.items()
+                    if (public_on or not tool.public) and gives_reason(tool, folded)}
+        if public_on and any(tool.public for tool in attached.values()):
+            # One switch turns both on (R13): a search is read further, a page leads to a search.
+            attached.update({name: tool for name, tool in TOOLS.items() if tool.public})
+        skills = skills_for(message)
+        if skills:
+            attached[INVOKE_SKILL] = skill_tool(skills)
+        reserved = reserved_tools()
+        held = {name: catalog.pop(name) for name in list(catalog) if name in reserved}
+        for name in reserved & set(attached):
+            attached.pop(name)  # a built-in a skill names also waits for the skill
+        return cls(attached=attached, skills=skills, held=held)
+
+    def load(self, skill) -> None:
+        if all(loaded.name != skill.name for loaded in self.loaded):
+            self.loaded.append(skill)
+
+    def newly_loaded(self) -> list:
+        """Skills loaded since the last request was built, with the tools each brings (name → tool)."""
+        fresh = self.loaded[self.applied:]
+        self.applied = len(self.loaded)
+        return [(skill, {name: self.held.get(name) or TOOLS.get(name) for name in skill.tools or []
+                         if name in self.held or name in TOOLS}) for skill in fresh]
+
+    def instructions(self) -> str:
+        return "\n\n".join(skill.instructions for skill in self.loaded)
+
+    def offers(self, name: str) -> bool:
+        return name in self.attached
+
+    def withheld(self, name: str) -> bool:
+        """A built-in not attached to this turn, or a skill's tool before its skill loaded: never run."""
+        return (is_builtin(name) and name not in self.attached) or name in self.held
+
+    def call(self, *, name: str, arguments: dict, context: Context) -> tuple:
+        """Run the attached built-in `name`. Returns the gateway-shaped outcome and what the turn
+        stores with the step: {"source": "public"} (R13), {"chart": spec}, {"skill": name}."""
+        context.skills = tuple(self.skills)
+        outcome, result = call_builtin(tool=self.attached[name], arguments=arguments, context=context)
+        extra = {}
+        if result is not None:
+            if result.public:
+                extra["source"] = "public"
+            if result.chart is not None:
+                extra["chart"] = result.chart
+            if result.skill is not None:
+                extra["skill"] = result.skill.name
+                self.load(result.skill)
+        return outcome, extra
+
+    def replay(self, stored_response: dict) -> None:
+        """A re-run replays a stored step: a skill it loaded is loaded again (R10)."""
+        name = (stored_response or {}).get("skill")
+        skill = next((skill for skill in self.skills if skill.name == name), None)
+        if skill is not None:
+            self.load(skill)

@@ -1,0 +1,45 @@
+"""Skills (R12): `asixto__invoke_skill` loads a tenant-defined skill into the turn. Its
+instructions join the system message and its tools are offered from the next model call on —
+never before it is loaded (the turn service applies the load; see runtime/builtins/__init__.py).
+
+The tool is built per turn: its `skill` argument is an enum of the skills this message gives a
+reason to load (one of a skill's trigger phrases is in it)."""
+
+from django.utils.translation import gettext as _
+
+from runtime.builtins.models import Skill
+from runtime.builtins.registry import PREFIX, BuiltinTool, Refusal, Result, definition, fold
+
+NAME = PREFIX + "invoke_skill"
+
+
+def skills_for(message: str) -> list[Skill]:
+    """The enabled skills whose trigger phrases occur in `message`."""
+    folded = fold(message)
+    return [skill for skill in Skill.objects.filter(enabled=True)
+            if any(fold(phrase) in folded for phrase in skill.trigger_phrases())]
+
+
+def reserved_tools() -> set[str]:
+    """Tools that arrive only with a skill: every tool an enabled skill names (R12)."""
+    return {name for tools in Skill.objects.filter(enabled=True).values_list("tools", flat=True) for name in tools or []}
+
+
+def _invoke(arguments, context) -> Result:
+    skill = next((skill for skill in context.skills if skill.name == arguments["skill"]), None)
+    if skill is None:
+        raise Refusal(_("There is no skill named “%(name)s” for this conversation.") % {"name": arguments["skill"]})
+    text = _("The skill “%(name)s” is loaded: follow its instructions; its tools are available now.") % {"name": skill.name}
+    return Result({"skill": skill.name, "tools": list(skill.tools or [])}, text=text, skill=skill)
+
+
+def skill_tool(skills: list[Skill]) -> BuiltinTool:
+    listing = "; ".join(f"{skill.name}: {skill.description}" for skill in skills)
+    return BuiltinTool(definition(
+        name="invoke_skill", title="Load a skill",
+        description=f"Loads a skill of the company: its instructions and tools. Skills: {listing}",
+        properties={"skill": {"type": "string", "enum": [skill.name for skill in skills]}},
+        required=["skill"],
+        output={"properties": {"skill": {"type": "string"}, "tools": {"type": "array"}}, "required": ["skill"]},
+        verb="load a skill", capabilities=["builtin"], read_only=True,
+    ), run=_invoke)
