@@ -20,7 +20,7 @@ from runtime.builtins.registry import TOOLS, BuiltinTool, Context, call_builtin,
 from runtime.builtins.skills import NAME as INVOKE_SKILL
 from runtime.builtins.skills import reserved_tools, skill_tool, skills_for
 
-__all__ = ["TurnBuiltins", "Context", "call_builtin", "is_builtin", "INVOKE_SKILL"]
+__all__ = ["TurnBuiltins", "Context", "call_builtin", "is_builtin", "INVOKE_SKILL", "TOOLS"]
 
 
 @dataclass
