@@ -43,3 +43,25 @@ def skill_tool(skills: list[Skill]) -> BuiltinTool:
         output={"properties": {"skill": {"type": "string"}, "tools": {"type": "array"}}, "required": ["skill"]},
         verb="load a skill", capabilities=["builtin"], read_only=True,
     ), run=_invoke)
+
+
+# ---------------------------------------------------------------- managing skills (dashboard, API)
+
+def unknown_tools(names) -> list[str]:
+    """Names that are neither a built-in nor a live catalog tool's model-visible name."""
+    from runtime.builtins.registry import TOOLS
+    from tools.models import Tool
+
+    names = [name for name in names if name not in TOOLS and name != NAME]
+    known = set(Tool.objects.filter(prefixed_name__in=names, removed_in__isnull=True).values_list("prefixed_name", flat=True))
+    return [name for name in names if name not in known]
+
+
+def skill_save(*, skill: Skill | None = None, data: dict) -> Skill:
+    """Create or change a skill from checked `data` (serializer or form fields)."""
+    skill = skill or Skill()
+    for field_name, value in data.items():
+        setattr(skill, field_name, value)
+    skill.full_clean()
+    skill.save()
+    return skill
