@@ -38,7 +38,7 @@ from django.utils.translation import gettext as _
 
 from runtime import events, selectors, webhooks
 from runtime.budgets import apply_budgets
-from runtime.builtins import Context, TurnBuiltins, is_builtin
+from runtime.builtins import TurnBuiltins, is_builtin
 from runtime.model_client import Answer, Endpoint, ModelError, NativeCall, complete
 from runtime.models import Message, TruncationLog, Turn, TurnEvent, TurnStep
 from runtime.reply import Fact, loop_messages, reply_messages
@@ -50,8 +50,7 @@ from runtime.routing.route import Route, route_message
 from runtime.routing.router import router_endpoint
 from runtime.textcalls import clean_reply, parse_text_calls
 from tenants.selectors import current_tenant
-from tools.gateway import CallContext, CallOutcome, call_tool, flush_records
-from tools.models import ToolCall
+from tools.gateway import CallContext, call_tool, flush_records
 
 log = logging.getLogger(__name__)
 
@@ -469,24 +468,18 @@ def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:
 
 
 def _send_call(run: _Run, call: Call, key: str):
-    """A built-in runs here (R12); a catalog tool goes through the gateway. A built-in this turn
-    did not attach, or a skill's tool before the skill loaded, is refused without running."""
+    """A built-in (R12) runs in the runtime; a catalog tool goes through the gateway."""
     conversation = run.turn.conversation
-    if run.builtins.withheld(call.name):
-        with translation.override(run.language):
-            text = _("The tool %(name)s is not available in this conversation now. Answer with what you have.") % {
-                "name": call.name}
-        return CallOutcome(outcome=ToolCall.Outcome.UNAVAILABLE, model_text=text, error=text), {}
-    if run.builtins.offers(call.name):
-        evidence = (run.question, *(fact.text for fact in run.facts))
-        return run.builtins.call(name=call.name, arguments=call.arguments, context=Context(
-            turn_id=run.turn.pk, conversation_id=str(conversation.pk), channel=conversation.channel_kind,
-            idempotency_key=key, language=run.language, timezone=conversation.timezone, evidence=evidence))
-    return call_tool(name=call.name, arguments=call.arguments, context=CallContext(
+    context = CallContext(
         channel=conversation.channel_kind, idempotency_key=key, conversation_id=str(conversation.pk),
         turn_id=run.turn.pk, price_list_id=conversation.price_list_id, currency=conversation.currency,
         timezone=conversation.timezone,
-    )), {}
+    )
+    if is_builtin(call.name) or call.name in run.builtins.held:
+        evidence = (run.question, *(fact.text for fact in run.facts))
+        return run.builtins.send(name=call.name, arguments=call.arguments, context=context, language=run.language,
+                                 evidence=evidence)
+    return call_tool(name=call.name, arguments=call.arguments, context=context), {}
 
 
 def _fact_source(source: str, response: dict | None) -> str:

@@ -14,11 +14,16 @@ the catalog tools held back for skills, and the skills loaded so far."""
 
 from dataclasses import dataclass, field
 
+from django.utils import translation
+from django.utils.translation import gettext as _
+
 from runtime.builtins import charts, contacts, documents, followups, public  # noqa: F401  (they register)
 from runtime.builtins.models import AgentOptions
 from runtime.builtins.registry import TOOLS, BuiltinTool, Context, call_builtin, fold, gives_reason, is_builtin
 from runtime.builtins.skills import NAME as INVOKE_SKILL
 from runtime.builtins.skills import reserved_tools, skill_tool, skills_for
+from tools.gateway import CallContext, CallOutcome
+from tools.models import ToolCall
 
 __all__ = ["TurnBuiltins", "Context", "call_builtin", "is_builtin", "INVOKE_SKILL", "TOOLS"]
 
@@ -73,11 +78,20 @@ class TurnBuiltins:
         """A built-in not attached to this turn, or a skill's tool before its skill loaded: never run."""
         return (is_builtin(name) and name not in self.attached) or name in self.held
 
-    def call(self, *, name: str, arguments: dict, context: Context) -> tuple:
+    def send(self, *, name: str, arguments: dict, context: CallContext, language: str, evidence=()) -> tuple:
         """Run the attached built-in `name`. Returns the gateway-shaped outcome and what the turn
-        stores with the step: {"source": "public"} (R13), {"chart": spec}, {"skill": name}."""
-        context.skills = tuple(self.skills)
-        outcome, result = call_builtin(tool=self.attached[name], arguments=arguments, context=context)
+        stores with the step: {"source": "public"} (R13), {"chart": spec}, {"skill": name}. A
+        built-in this turn did not attach, or a skill's tool before its skill loaded, is refused
+        without running."""
+        if self.withheld(name):
+            with translation.override(language):
+                text = _("The tool %(name)s is not available in this conversation now. Answer with what you have.") % {
+                    "name": name}
+            return CallOutcome(outcome=ToolCall.Outcome.UNAVAILABLE, model_text=text, error=text), {}
+        outcome, result = call_builtin(tool=self.attached[name], arguments=arguments, context=Context(
+            turn_id=context.turn_id, conversation_id=context.conversation_id, channel=context.channel,
+            idempotency_key=context.idempotency_key, language=language, timezone=context.timezone,
+            evidence=tuple(evidence), skills=tuple(self.skills)))
         extra = {}
         if result is not None:
             if result.public:
