@@ -3,7 +3,7 @@ where routing took a self-hosted 35B model from 16% to 70% correct tool calls).
 
     python bench/routing_compare.py DATASET.jsonl --catalog CATALOG.json \
         [--endpoint URL --model NAME [--api-key KEY] [--router-endpoint URL --router-model NAME]] \
-        [--limit N] [--json]
+        [--limit N] [--json] [--database NAME]
 
 Each item of the dataset (datasets/README.md: the last message is the customer's, `expected` is a
 tool name or null) becomes a conversation in a tenant whose catalog is CATALOG, served by a real
@@ -117,10 +117,11 @@ def main():
     parser.add_argument("--router-model", default="")
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--database", help="the database to recreate (default asixto_bench_routing_compare)")
     args = parser.parse_args()
 
     catalog = json.loads(open(args.catalog, encoding="utf-8").read())
-    setup()
+    setup(args.database)
     from runtime.routing.evaluation import load_dataset
 
     with open(args.dataset, encoding="utf-8") as lines:
