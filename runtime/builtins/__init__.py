@@ -18,7 +18,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 from runtime.builtins import charts, contacts, documents, followups, public  # noqa: F401  (they register)
-from runtime.builtins.models import AgentOptions
+from runtime.builtins.models import AgentOptions, Skill
 from runtime.builtins.registry import TOOLS, BuiltinTool, Context, call_builtin, fold, gives_reason, is_builtin
 from runtime.builtins.skills import NAME as INVOKE_SKILL
 from runtime.builtins.skills import reserved_tools, skill_tool, skills_for
@@ -48,10 +48,11 @@ class TurnBuiltins:
         if public_on and any(tool.public for tool in attached.values()):
             # One switch turns both on (R13): a search is read further, a page leads to a search.
             attached.update({name: tool for name, tool in TOOLS.items() if tool.public})
-        skills = skills_for(message)
+        enabled = list(Skill.objects.filter(enabled=True))
+        skills = skills_for(message, enabled)
         if skills:
             attached[INVOKE_SKILL] = skill_tool(skills)
-        reserved = reserved_tools()
+        reserved = reserved_tools(enabled)
         held = {name: catalog.pop(name) for name in list(catalog) if name in reserved}
         for name in reserved & set(attached):
             attached.pop(name)  # a built-in a skill names also waits for the skill

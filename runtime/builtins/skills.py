@@ -13,16 +13,15 @@ from runtime.builtins.registry import PREFIX, BuiltinTool, Refusal, Result, defi
 NAME = PREFIX + "invoke_skill"
 
 
-def skills_for(message: str) -> list[Skill]:
-    """The enabled skills whose trigger phrases occur in `message`."""
+def skills_for(message: str, skills: list[Skill]) -> list[Skill]:
+    """Of the enabled `skills`, those whose trigger phrases occur in `message`."""
     folded = fold(message)
-    return [skill for skill in Skill.objects.filter(enabled=True)
-            if any(fold(phrase) in folded for phrase in skill.trigger_phrases())]
+    return [skill for skill in skills if any(fold(phrase) in folded for phrase in skill.trigger_phrases())]
 
 
-def reserved_tools() -> set[str]:
+def reserved_tools(skills: list[Skill]) -> set[str]:
     """Tools that arrive only with a skill: every tool an enabled skill names (R12)."""
-    return {name for tools in Skill.objects.filter(enabled=True).values_list("tools", flat=True) for name in tools or []}
+    return {name for skill in skills for name in skill.tools or []}
 
 
 def _invoke(arguments, context) -> Result:

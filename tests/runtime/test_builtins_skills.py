@@ -62,3 +62,24 @@ def test_it_offers_no_skill_to_a_message_without_its_triggers(alpha, soporte):
     with server as url, agent(alpha, f"{url}/v1"):
         run(alpha, post(alpha, "Hola, ¿qué tal?"))
     assert INVOKE not in model.tool_names(0) and OPEN_CASE not in model.tool_names(0)
+
+
+def test_a_builtin_a_skill_names_waits_for_the_skill_and_a_rerun_reloads_it(alpha, soporte):
+    """R12, R10: a chart named by a skill is not offered on "gráfico" alone until the skill loads;
+    a turn run again after the load (its steps replayed) offers the skill's tools again."""
+    with alpha.schema():
+        Skill.objects.create(name="reportes", description="Reportes", triggers="reporte",
+                             instructions="REPORTES: dibuja gráficos.", tools=["asixto__draw_chart"])
+    model, server = served([call(INVOKE, {"skill": "reportes"}), say("¿Qué datos?"), say("¿Qué datos quieres graficar?")])
+    with server as url, agent(alpha, f"{url}/v1"):
+        turn = run(alpha, post(alpha, "Quiero un reporte en gráfico"))
+        assert "asixto__draw_chart" not in model.tool_names(0) and "asixto__draw_chart" in model.tool_names(1)
+        with alpha.schema():
+            Turn.objects.filter(pk=turn.pk).update(status=Turn.Status.RUNNING, lease_expires_at=None)
+            TurnStep.objects.filter(turn=turn, kind="model", index__gte=2).delete()
+            TurnStep.objects.filter(turn=turn, kind="reply").delete()
+        before = len(model.requests)
+        run(alpha, turn)
+    again = model.requests[before]
+    assert "asixto__draw_chart" in [tool["function"]["name"] for tool in again["tools"]]
+    assert "REPORTES" in again["messages"][0]["content"]

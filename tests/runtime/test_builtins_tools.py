@@ -123,3 +123,25 @@ def test_it_reads_numbers_as_customers_write_them():
     found = numbers_in(["cuesta $ 189.900 y pesa 12,5 kg; 1,234.5 units"])
     assert {189900.0, 12.5, 1234.5} <= found
     assert chart_spec(title="t", kind="pie", points=[{"label": "a", "value": 0}])["data"]["values"][0]["share"] == 0.0
+
+
+def test_it_captures_contact_details_and_edits_a_document(alpha, soporte):
+    """R12, R10: "mi correo es" attaches capture_contact (an invalid email is refused, a valid one
+    stored once); "anota en el documento" attaches edit_document, which appends and replaces."""
+    from runtime.models import Document
+
+    model, server = served([call(CONTACT, {"email": "no-es-correo"}), call(CONTACT, {"name": "Ana", "email": "ana@example.com"}),
+                            say("ok"), say("Guardé tu correo.")])
+    with server as url, agent(alpha, f"{url}/v1"):
+        turn = run(alpha, post(alpha, "Soy Ana, mi correo es ana@example.com"))
+    with alpha.schema():
+        assert list(ContactCapture.objects.values_list("name", "email", "turn_id")) == [("Ana", "ana@example.com", turn.pk)]
+    edits = [call("asixto__edit_document", {"document": "notas", "mode": "append", "text": "Cliente pide visita el lunes"}),
+             call("asixto__edit_document", {"document": "notas", "mode": "replace", "find": "lunes", "text": "martes"}),
+             say("ok"), say("Anotado.")]
+    model, server = served(edits)
+    with server as url, agent(alpha, f"{url}/v1"):
+        run(alpha, post(alpha, "Anota en el documento de notas que quiero visita el lunes"))
+    assert "asixto__edit_document" in model.tool_names(0) and CONTACT not in model.tool_names(0)
+    with alpha.schema():
+        assert Document.objects.get(name="notas").text == "Cliente pide visita el martes"
