@@ -97,7 +97,7 @@ class _Run:
     outcomes: list = field(default_factory=list)  # (tool name, outcome) of this turn's tool steps (R8)
     reasked: bool = False  # R8: the one re-ask of a routed turn that delivered nothing
     builtins: TurnBuiltins | None = None  # R12: built-ins this message gives a reason for, skills
-    question: str = ""
+    customer_said: tuple = ()  # the customer's messages, this one last: what a chart may draw (R12)
 
 
 def turn_execute(*, turn_id) -> None:
@@ -208,7 +208,8 @@ def _run(turn: Turn, runner: str):
     builtins = TurnBuiltins.for_message(message=question, catalog=catalog)  # skills' tools leave `catalog`
     run = _Run(
         turn=turn, runner=runner, steps={step.index: step for step in turn.steps.all()},
-        tools={**catalog, **builtins.attached}, builtins=builtins, question=question,
+        tools={**catalog, **builtins.attached}, builtins=builtins,
+        customer_said=(*(line.text for line in history if line.role == "customer"), question),
         endpoint=Endpoint(tenant.model_base_url, tenant.model_name, tenant.model_api_key),
         # R7: the reply is pinned to the language the customer writes in.
         language=customer_language(message=question, earlier=[line.text for line in history if line.role == "customer"],
@@ -476,7 +477,7 @@ def _send_call(run: _Run, call: Call, key: str):
         timezone=conversation.timezone,
     )
     if is_builtin(call.name) or call.name in run.builtins.held:
-        evidence = (run.question, *(fact.text for fact in run.facts))
+        evidence = (*run.customer_said, *(fact.text for fact in run.facts))
         return run.builtins.send(name=call.name, arguments=call.arguments, context=context, language=run.language,
                                  evidence=evidence)
     return call_tool(name=call.name, arguments=call.arguments, context=context), {}

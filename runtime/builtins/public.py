@@ -10,6 +10,7 @@ metadata addresses refused unless the operator allows them), follows no redirect
 ASIXTO_PAGE_MAX_BYTES within ASIXTO_PAGE_TIMEOUT seconds, and keeps the text of HTML only."""
 
 import json
+import time
 from html.parser import HTMLParser
 
 import httpx
@@ -64,12 +65,13 @@ def _get(url: str, *, params=None, max_bytes: int) -> tuple[int, str, bytes, str
     except OutboundRefused as refused:
         raise Refusal(_("That address cannot be read: %(reason)s") % {"reason": refused.message})
     body = b""
+    deadline = time.monotonic() + settings.ASIXTO_PAGE_TIMEOUT  # a server dripping bytes stops here too
     try:
         with outbound_client(timeout=settings.ASIXTO_PAGE_TIMEOUT) as client:
             with client.stream("GET", url, params=params, headers={"Accept": "text/html, text/plain, application/json"}) as response:
                 for chunk in response.iter_bytes():
                     body += chunk
-                    if len(body) >= max_bytes:
+                    if len(body) >= max_bytes or time.monotonic() > deadline:
                         body = body[:max_bytes]
                         break
                 return response.status_code, response.headers.get("content-type", ""), body, response.encoding

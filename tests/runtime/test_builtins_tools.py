@@ -145,3 +145,15 @@ def test_it_captures_contact_details_and_edits_a_document(alpha, soporte):
     assert "asixto__edit_document" in model.tool_names(0) and CONTACT not in model.tool_names(0)
     with alpha.schema():
         assert Document.objects.get(name="notas").text == "Cliente pide visita el martes"
+
+
+def test_a_chart_may_draw_numbers_the_customer_gave_earlier(alpha, soporte):
+    """R12: numbers from an earlier customer message of the conversation are the turn's evidence too."""
+    points = {"title": "Ventas", "points": [{"label": "enero", "value": 120}, {"label": "febrero", "value": 80}]}
+    model, server = served([say("Anotado."), call(CHART, points), say("ok"), say("Aquí está el gráfico.")])
+    with server as url, agent(alpha, f"{url}/v1"):
+        first = run(alpha, post(alpha, "Vendimos 120 en enero y 80 en febrero"))
+        turn = run(alpha, post(alpha, "Ahora hazme un gráfico", conversation=first.conversation))
+    with alpha.schema():
+        assert TurnStep.objects.get(turn=turn, kind="tool").outcome == "ok"
+        assert TurnEvent.objects.get(turn=turn, kind="chart").data["spec"]["usermeta"]["total"] == 200
