@@ -1,6 +1,7 @@
 """Tenant-schema models of the agent runtime: conversations and their messages, turns with their
 steps and status events, truncation logs (R1–R4, R9, R10, A1), and the webhooks that push a
-turn's reply to a channel, with every delivery attempt."""
+turn's reply to a channel, with every delivery attempt. The built-in tools' models live in
+runtime/builtins/models.py and are imported at the end."""
 
 import uuid
 

@@ -13,6 +13,11 @@
    when none did, the loop's first answer already came from such a request;
 3. one reply stored with its event; the gateway's call records flushed.
 
+Built-in tools (R12, R13; runtime/builtins/) join the catalog's tools only when the message gives
+a reason; a skill loaded by `asixto__invoke_skill` adds its instructions and tools from the next
+model call on (`_apply_skills`); a chart's spec becomes a `chart` event; facts from public
+sources are labelled in the step (`response.source = "public"`) and in the reply request.
+
 Redelivery (R10): every step is a `TurnStep` row committed as it happens. A re-run replays the
 finished steps from storage (model answers included, so the step numbers line up), sends an
 unfinished tool step again with the same idempotency key (`turn:<id>:step:<n>`), and the
