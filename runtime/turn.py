@@ -43,7 +43,7 @@ from django.utils.translation import gettext as _
 
 from runtime import events, selectors, webhooks
 from runtime.budgets import apply_budgets
-from runtime.builtins import TurnBuiltins, is_builtin
+from runtime.builtins import TurnBuiltins, fact_source, is_builtin
 from runtime.model_client import Answer, Endpoint, ModelError, NativeCall, complete
 from runtime.models import Message, TruncationLog, Turn, TurnEvent, TurnStep
 from runtime.reply import Fact, loop_messages, reply_messages
@@ -330,16 +330,9 @@ def _loop(run: _Run, messages: list[dict], native_tools: list[dict], limit: int,
 def _apply_skills(run: _Run, messages: list[dict], native_tools: list[dict]):
     """Skills loaded by the last tool calls (R12): their instructions join the system message and
     their tools are offered from this model call on, never before."""
-    for skill, tools in run.builtins.newly_loaded():
-        messages[0] = {**messages[0], "content": f"{messages[0]['content']}\n\n{skill.instructions}"}
-        for name, tool in tools.items():
-            if name not in run.tools:
-                run.tools[name] = tool
-                native_tools.append(_native_tool(tool))
-                if is_builtin(name):
-                    run.builtins.attached[name] = tool
-        for name in tools:
-            run.builtins.held.pop(name, None)
+    for instructions, tools in run.builtins.take_loaded(offered=run.tools):
+        messages[0] = {**messages[0], "content": f"{messages[0]['content']}\n\n{instructions}"}
+        native_tools.extend(_native_tool(tool) for tool in tools)
 
 
 def _next_index(run: _Run) -> int:
@@ -412,7 +405,7 @@ def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:
         run.seen.add(call.signature)
         run.used = (stored.response or {}).get("used_after", run.used)
         if stored.outcome != REPEATED:
-            run.facts.append(Fact(_fact_source(source or call.name, stored.response), stored.model_text))
+            run.facts.append(Fact(fact_source(source or call.name, stored.response), stored.model_text))
         run.builtins.replay(stored.response)
         run.outcomes.append((call.name, stored.outcome))
         return stored.model_text, stored.outcome == REPEATED
@@ -468,7 +461,7 @@ def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:
         ])
         _renew(run, turn_chars=budgeted.used)
     run.used = budgeted.used
-    run.facts.append(Fact(_fact_source(source or call.name, extra), budgeted.text))
+    run.facts.append(Fact(fact_source(source or call.name, extra), budgeted.text))
     run.outcomes.append((call.name, str(outcome.outcome)))
     return budgeted.text, False
 
@@ -486,11 +479,6 @@ def _send_call(run: _Run, call: Call, key: str):
         return run.builtins.send(name=call.name, arguments=call.arguments, context=context, language=run.language,
                                  evidence=evidence)
     return call_tool(name=call.name, arguments=call.arguments, context=context), {}
-
-
-def _fact_source(source: str, response: dict | None) -> str:
-    """R13: a fact from a public source says so wherever the turn's facts are read."""
-    return f"{source} (public source)" if (response or {}).get("source") == "public" else source
 
 
 def _reply_step(run: _Run, request: list[dict]) -> str:

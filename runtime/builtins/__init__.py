@@ -25,7 +25,12 @@ from runtime.builtins.skills import reserved_tools, skill_tool, skills_for
 from tools.gateway import CallContext, CallOutcome
 from tools.models import ToolCall
 
-__all__ = ["TurnBuiltins", "Context", "call_builtin", "is_builtin", "INVOKE_SKILL", "TOOLS"]
+def fact_source(source: str, response: dict | None) -> str:
+    """R13: a fact from a public source says so wherever the turn's facts are read."""
+    return f"{source} (public source)" if (response or {}).get("source") == "public" else source
+
+
+__all__ = ["fact_source", "TurnBuiltins", "Context", "call_builtin", "is_builtin", "INVOKE_SKILL", "TOOLS"]
 
 
 @dataclass
@@ -62,12 +67,24 @@ class TurnBuiltins:
         if all(loaded.name != skill.name for loaded in self.loaded):
             self.loaded.append(skill)
 
-    def newly_loaded(self) -> list:
-        """Skills loaded since the last request was built, with the tools each brings (name → tool)."""
+    def take_loaded(self, *, offered: dict) -> list[tuple[str, list]]:
+        """Skills loaded since the last call, as (instructions, tools newly offered). Their tools
+        join `offered` (name → tool) and are no longer held back."""
         fresh = self.loaded[self.applied:]
         self.applied = len(self.loaded)
-        return [(skill, {name: self.held.get(name) or TOOLS.get(name) for name in skill.tools or []
-                         if name in self.held or name in TOOLS}) for skill in fresh]
+        taken = []
+        for skill in fresh:
+            added = []
+            for name in skill.tools or []:
+                tool = self.held.pop(name, None) or TOOLS.get(name)
+                if tool is None or name in offered:
+                    continue
+                offered[name] = tool
+                if is_builtin(name):
+                    self.attached[name] = tool
+                added.append(tool)
+            taken.append((skill.instructions, added))
+        return taken
 
     def instructions(self) -> str:
         return "\n\n".join(skill.instructions for skill in self.loaded)
