@@ -77,7 +77,10 @@ def served_catalog(catalog: list[dict]):
     from tests.support.mutable_catalog import MutableCatalog
 
     # One output schema for all: every call answers {"ok": true}; only the choice of tool is judged.
-    tools = [{**tool, "outputSchema": OK_OUTPUT} for tool in catalog]
+    # Open input schemas (BFCL's) are closed so certification (C3) lets the tools be offered.
+    tools = [{**tool, "outputSchema": OK_OUTPUT,
+              "inputSchema": {"additionalProperties": False, **(tool.get("inputSchema") or {"type": "object"})}}
+             for tool in catalog]
     server = MutableCatalog(tools)
     server.results = {tool["name"]: OK_RESULT for tool in tools}
     return server
@@ -152,6 +155,11 @@ def main():
             from runtime import selectors
 
             offered = len(selectors.offered_tools(channel="chat"))
+            from tools.models import Finding
+
+            blocked = sorted(set(Finding.objects.filter(severity="blocking").values_list("message_code", flat=True)))
+            if blocked:
+                print(f"not offered ({len(catalog) - offered} tools), blocking findings: {blocked[:5]}", file=sys.stderr)
         connection.set_schema_to_public()
         figures = {"n": len(items), "catalog_tools": len(catalog), "offered_tools": offered,
                    "model": "scripted stand-in" if scripted else args.endpoint}
