@@ -251,6 +251,11 @@ ASIXTO_WEBHOOK_TIMEOUT = float(os.environ.get("ASIXTO_WEBHOOK_TIMEOUT", 10))
 # Pre-routing (R6): on by default; the router call's deadline (a small model, a short answer).
 ASIXTO_ROUTING = envbool("ASIXTO_ROUTING", True)
 ASIXTO_ROUTER_TIMEOUT = float(os.environ.get("ASIXTO_ROUTER_TIMEOUT", 15))
+# Public sources (R13): the web search backend (GET <url>?q=… → {"results": [{"title", "url", "snippet"}]}),
+# and the bounds of reading one page.
+ASIXTO_SEARCH_URL = os.environ.get("ASIXTO_SEARCH_URL", "")
+ASIXTO_PAGE_TIMEOUT = envint("ASIXTO_PAGE_TIMEOUT", 10)
+ASIXTO_PAGE_MAX_BYTES = envint("ASIXTO_PAGE_MAX_BYTES", 500_000)
 # Languages the reply can be pinned to when the customer writes in one of them (R7).
 ASIXTO_CUSTOMER_LANGUAGES = envlist("ASIXTO_CUSTOMER_LANGUAGES", "es,en,pt,fr,it,de")
 

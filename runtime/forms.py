@@ -54,3 +54,36 @@ class WebhookForm(forms.Form):
 
 class WebhookUrlForm(forms.Form):
     url = forms.URLField(label=_("Callback URL"), max_length=500, assume_scheme="https")
+
+
+class SkillForm(forms.ModelForm):
+    """A skill in the dashboard (R12): its tools one model-visible name per line."""
+
+    tools_text = forms.CharField(label=_("Tools"), required=False, widget=forms.Textarea(attrs={"rows": 4}),
+                                 help_text=_("One per line: catalog tools (soporte__abrir_caso_soporte) or built-ins "
+                                             "(asixto__draw_chart)."))
+
+    class Meta:
+        from runtime.builtins.models import Skill
+
+        model = Skill
+        fields = ["name", "description", "triggers", "instructions", "enabled"]
+        widgets = {"triggers": forms.Textarea(attrs={"rows": 3}), "instructions": forms.Textarea(attrs={"rows": 6})}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk and not self.is_bound:
+            self.fields["tools_text"].initial = "\n".join(self.instance.tools or [])
+
+    def clean_tools_text(self):
+        from runtime.builtins.skills import unknown_tools
+
+        names = list(dict.fromkeys(line.strip() for line in self.cleaned_data["tools_text"].splitlines() if line.strip()))
+        unknown = unknown_tools(names)
+        if unknown:
+            raise forms.ValidationError(_("Unknown tools: %(names)s.") % {"names": ", ".join(unknown[:10])})
+        return names
+
+
+class AgentOptionsForm(forms.Form):
+    public_sources = forms.BooleanField(label=_("Public sources (web search and page reading)"), required=False)

@@ -1,6 +1,7 @@
 """Tenant-schema models of the agent runtime: conversations and their messages, turns with their
 steps and status events, truncation logs (R1–R4, R9, R10, A1), and the webhooks that push a
-turn's reply to a channel, with every delivery attempt."""
+turn's reply to a channel, with every delivery attempt. The built-in tools' models live in
+runtime/builtins/models.py and are imported at the end."""
 
 import uuid
 
@@ -150,6 +151,7 @@ class TurnEvent(models.Model):
 
     class Kind(models.TextChoices):
         STATUS = "status", _("status")
+        CHART = "chart", _("chart")  # a chart spec drawn by asixto__draw_chart (R12)
         REPLY = "reply", _("reply")
 
     id = models.BigAutoField(primary_key=True)
@@ -242,3 +244,8 @@ class WebhookDelivery(models.Model):
 
     def __str__(self):
         return f"{self.delivery_id} #{self.attempt} {self.outcome}"
+
+
+from runtime.builtins.models import (  # noqa: E402, F401  (models of the built-in tools, R12)
+    AgentOptions, ContactCapture, Document, FollowUp, Reminder, Skill,
+)

@@ -13,6 +13,11 @@
    when none did, the loop's first answer already came from such a request;
 3. one reply stored with its event; the gateway's call records flushed.
 
+Built-in tools (R12, R13; runtime/builtins/) join the catalog's tools only when the message gives
+a reason; a skill loaded by `asixto__invoke_skill` adds its instructions and tools from the next
+model call on (`_apply_skills`); a chart's spec becomes a `chart` event; facts from public
+sources are labelled in the step (`response.source = "public"`) and in the reply request.
+
 Redelivery (R10): every step is a `TurnStep` row committed as it happens. A re-run replays the
 finished steps from storage (model answers included, so the step numbers line up), sends an
 unfinished tool step again with the same idempotency key (`turn:<id>:step:<n>`), and the
@@ -38,6 +43,7 @@ from django.utils.translation import gettext as _
 
 from runtime import events, selectors, webhooks
 from runtime.budgets import apply_budgets
+from runtime.builtins import TurnBuiltins, fact_source, is_builtin
 from runtime.model_client import Answer, Endpoint, ModelError, NativeCall, complete
 from runtime.models import Message, TruncationLog, Turn, TurnEvent, TurnStep
 from runtime.reply import Fact, loop_messages, reply_messages
@@ -95,6 +101,8 @@ class _Run:
     route: Route | None = None  # R6: the first iteration shows this one tool, with the composed instruction
     outcomes: list = field(default_factory=list)  # (tool name, outcome) of this turn's tool steps (R8)
     reasked: bool = False  # R8: the one re-ask of a routed turn that delivered nothing
+    builtins: TurnBuiltins | None = None  # R12: built-ins this message gives a reason for, skills
+    customer_said: tuple = ()  # the customer's messages, this one last: what a chart may draw (R12)
 
 
 def turn_execute(*, turn_id) -> None:
@@ -201,25 +209,29 @@ def _run(turn: Turn, runner: str):
     offered = selectors.offered_tools(channel=conversation.channel_kind)
     history, older = selectors.history_before(message=turn.message)
     question = turn.message.text
+    catalog = {tool.prefixed_name: tool for tool in offered}
+    builtins = TurnBuiltins.for_message(message=question, catalog=catalog)  # skills' tools leave `catalog`
     run = _Run(
         turn=turn, runner=runner, steps={step.index: step for step in turn.steps.all()},
-        tools={tool.prefixed_name: tool for tool in offered},
+        tools={**catalog, **builtins.attached}, builtins=builtins,
+        customer_said=(*(line.text for line in history if line.role == "customer"), question),
         endpoint=Endpoint(tenant.model_base_url, tenant.model_name, tenant.model_api_key),
         # R7: the reply is pinned to the language the customer writes in.
         language=customer_language(message=question, earlier=[line.text for line in history if line.role == "customer"],
                                    default=conversation.language or tenant.language),
     )
-    native_tools = [_native_tool(tool) for tool in offered]
+    native_tools = [_native_tool(tool) for tool in run.tools.values()]  # catalog order, then built-ins
     messages = loop_messages(instructions=tenant.agent_instructions, language=run.language, history=history,
                              question=question, older=older)
     try:
-        if settings.ASIXTO_ROUTING and offered:
+        if settings.ASIXTO_ROUTING and catalog:
             run.route = _route_step(run, tenant, history, question)
         answer_text, incomplete = _loop(run, messages, native_tools, tenant.iteration_limit, tenant.turn_budget)
         if answer_text and not run.tool_steps:
             reply = answer_text
         else:
-            request = reply_messages(instructions=tenant.agent_instructions, language=run.language, history=history,
+            instructions = "\n\n".join(filter(None, [tenant.agent_instructions, builtins.instructions()]))
+            request = reply_messages(instructions=instructions, language=run.language, history=history,
                                      facts=run.facts, question=question, incomplete=incomplete, older=older)
             reply = _reply_step(run, request)
     except ModelError as exc:
@@ -253,7 +265,7 @@ def _route_step(run: _Run, tenant, history, question) -> Route | None:
             return Route.from_dict(route) if route and route.get("tool") in run.tools else None
         return None  # the first run was not routed: neither is this one
     cards = [ToolCard.from_definition(tool.definition, name=name, digest=tool.definition_hash)
-             for name, tool in run.tools.items()]
+             for name, tool in run.tools.items() if not is_builtin(name)]
     conversation = [{"role": "user" if line.role == "customer" else "assistant", "content": line.text}
                     for line in history[-8:]] + [{"role": "user", "content": question}]
     _release_db()
@@ -287,6 +299,7 @@ def _loop(run: _Run, messages: list[dict], native_tools: list[dict], limit: int,
             answer = _model_step(run, request, routed_tools, iteration)
             routed_step = False
         else:
+            _apply_skills(run, messages, native_tools)
             answer = _model_step(run, messages, native_tools, iteration)
         calls, text = _calls_of(run, answer)
         if not calls:
@@ -312,6 +325,14 @@ def _loop(run: _Run, messages: list[dict], native_tools: list[dict], limit: int,
             log.info("turn %s: the model keeps repeating its calls; stopping the loop", run.turn.pk)
             return "", True
     return "", True
+
+
+def _apply_skills(run: _Run, messages: list[dict], native_tools: list[dict]):
+    """Skills loaded by the last tool calls (R12): their instructions join the system message and
+    their tools are offered from this model call on, never before."""
+    for instructions, tools in run.builtins.take_loaded(offered=run.tools):
+        messages[0] = {**messages[0], "content": f"{messages[0]['content']}\n\n{instructions}"}
+        native_tools.extend(_native_tool(tool) for tool in tools)
 
 
 def _next_index(run: _Run) -> int:
@@ -384,7 +405,8 @@ def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:
         run.seen.add(call.signature)
         run.used = (stored.response or {}).get("used_after", run.used)
         if stored.outcome != REPEATED:
-            run.facts.append(Fact(source or call.name, stored.model_text))
+            run.facts.append(Fact(fact_source(source or call.name, stored.response), stored.model_text))
+        run.builtins.replay(stored.response)
         run.outcomes.append((call.name, stored.outcome))
         return stored.model_text, stored.outcome == REPEATED
     with translation.override(run.language):
@@ -413,16 +435,13 @@ def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:
                       sends=(stored.sends if stored else 0) + 1)
     if stored is None:
         # R9: the channel shows or says what the agent is doing, from the tool's own verb.
-        text = events.status_text(verb=source or "", verb_language=current_tenant().language, language=run.language)
+        verb_language = getattr(tool, "verb_language", None) or current_tenant().language
+        text = events.status_text(verb=source or "", verb_language=verb_language, language=run.language)
         events.event_add(turn_id=run.turn.pk, kind=TurnEvent.Kind.STATUS, text=text, data={"tool": call.name})
     _renew(run)
     _release_db()
     conversation = run.turn.conversation
-    outcome = call_tool(name=call.name, arguments=call.arguments, context=CallContext(
-        channel=conversation.channel_kind, idempotency_key=key, conversation_id=str(conversation.pk),
-        turn_id=run.turn.pk, price_list_id=conversation.price_list_id, currency=conversation.currency,
-        timezone=conversation.timezone,
-    ))
+    outcome, extra = _send_call(run, call, key)
     budgeted = apply_budgets(
         text=outcome.model_text, tool_name=call.name, gateway_truncated=outcome.truncated,
         result_chars=outcome.result_chars, used=run.used, turn_budget=turn_budget, language=run.language,
@@ -430,8 +449,11 @@ def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:
     with transaction.atomic():
         TurnStep.objects.filter(pk=step.pk).update(
             state=TurnStep.State.DONE, outcome=str(outcome.outcome), model_text=budgeted.text, record_id=outcome.record_id,
-            response={"used_after": budgeted.used}, finished_at=timezone.now(),
+            response={"used_after": budgeted.used, **extra}, finished_at=timezone.now(),
         )
+        if "chart" in extra:  # R12: the channel renders the spec; its data came from the server
+            events.event_add(turn_id=run.turn.pk, kind=TurnEvent.Kind.CHART, text=extra["chart"]["title"],
+                             data={"tool": call.name, "spec": extra["chart"]})
         TruncationLog.objects.bulk_create([
             TruncationLog(turn_id=run.turn.pk, conversation_id=conversation.pk, tool_name=call.name, kind=cut.kind,
                           original_chars=cut.original_chars, kept_chars=cut.kept_chars)
@@ -439,9 +461,24 @@ def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:
         ])
         _renew(run, turn_chars=budgeted.used)
     run.used = budgeted.used
-    run.facts.append(Fact(source or call.name, budgeted.text))
+    run.facts.append(Fact(fact_source(source or call.name, extra), budgeted.text))
     run.outcomes.append((call.name, str(outcome.outcome)))
     return budgeted.text, False
+
+
+def _send_call(run: _Run, call: Call, key: str):
+    """A built-in (R12) runs in the runtime; a catalog tool goes through the gateway."""
+    conversation = run.turn.conversation
+    context = CallContext(
+        channel=conversation.channel_kind, idempotency_key=key, conversation_id=str(conversation.pk),
+        turn_id=run.turn.pk, price_list_id=conversation.price_list_id, currency=conversation.currency,
+        timezone=conversation.timezone,
+    )
+    if is_builtin(call.name) or call.name in run.builtins.held:
+        evidence = (*run.customer_said, *(fact.text for fact in run.facts))
+        return run.builtins.send(name=call.name, arguments=call.arguments, context=context, language=run.language,
+                                 evidence=evidence)
+    return call_tool(name=call.name, arguments=call.arguments, context=context), {}
 
 
 def _reply_step(run: _Run, request: list[dict]) -> str:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from runtime.api import views, webhooks
+from runtime.api import skills, views, webhooks
 
 urlpatterns = [
     path("conversations", views.ConversationListCreateView.as_view(), name="conversation-list"),
@@ -13,4 +13,7 @@ urlpatterns = [
     path("webhooks/<uuid:pk>", webhooks.WebhookDetailView.as_view(), name="webhook-detail"),
     path("webhooks/<uuid:pk>/secret", webhooks.WebhookSecretView.as_view(), name="webhook-secret"),
     path("webhooks/<uuid:pk>/deliveries", webhooks.WebhookDeliveryListView.as_view(), name="webhook-deliveries"),
+    path("skills", skills.SkillListCreateView.as_view(), name="skill-list"),
+    path("skills/<uuid:pk>", skills.SkillDetailView.as_view(), name="skill-detail"),
+    path("agent-options", skills.AgentOptionsView.as_view(), name="agent-options"),
 ]

@@ -1,9 +1,9 @@
 """Dashboard pages of the runtime (A2): conversations and their turns, the truncation report,
-the playground, webhooks. Support staff read; only admins change anything or talk to the agent (T4)."""
+the playground, webhooks, skills and agent options. Support staff read; only admins change anything or talk to the agent (T4)."""
 
 from django.urls import path
 
-from runtime.views import conversations, playground, truncations, webhooks
+from runtime.views import conversations, playground, skills, truncations, webhooks
 
 urlpatterns = [
     path("conversations/", conversations.conversations_page, name="conversations"),
@@ -16,4 +16,7 @@ urlpatterns = [
     path("webhooks/<uuid:pk>/", webhooks.webhook_change, name="webhook_change"),
     path("webhooks/<uuid:pk>/secret/", webhooks.webhook_rotate, name="webhook_rotate"),
     path("webhooks/<uuid:pk>/delete/", webhooks.webhook_delete, name="webhook_delete"),
+    path("skills/", skills.skills_page, name="skills"),
+    path("skills/<uuid:pk>/", skills.skill_page, name="skill"),
+    path("agent-options/", skills.agent_options_change, name="agent_options"),
 ]

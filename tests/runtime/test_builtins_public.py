@@ -1,0 +1,115 @@
+"""Public sources in real turns (R13, M2): off by default; one switch turns web search and page
+reading on together; page reading obeys the outbound rules and follows no redirect; what they
+bring is labelled public in the turn record and in the facts the reply is written from."""
+
+import pytest
+from django.test import override_settings
+
+from runtime.builtins import TOOLS, Context, call_builtin
+from runtime.builtins.models import AgentOptions
+from runtime.builtins.public import page_text
+from runtime.models import Turn, TurnStep
+from tests.runtime.runtime_support import agent, post, run
+from tests.support.mcp_servers import serve_asgi
+from tests.support.model_server import ScriptedModel, call, say
+from tests.support.public_web import PAGE, PublicWeb
+from tools.gateway import flush_records
+from tools.models import ToolCall
+
+SEARCH, READ = "asixto__web_search", "asixto__read_page"
+
+
+@pytest.fixture
+def web():
+    public_web = PublicWeb()
+    with serve_asgi(public_web.app()) as url:
+        with override_settings(ASIXTO_SEARCH_URL=f"{url}/search"):
+            yield public_web, url
+
+
+def switch(world, on=True):
+    with world.schema():
+        AgentOptions.objects.update_or_create(pk=1, defaults={"public_sources": on})
+
+
+def served(script):
+    model = ScriptedModel(script)
+    return model, serve_asgi(model.app())
+
+
+def test_public_sources_are_off_by_default(alpha, web):
+    """R13: with the switch untouched, "busca en internet" offers neither search nor page reading."""
+    model, server = served([say("No puedo buscar en internet.")])
+    with server as url, agent(alpha, f"{url}/v1"):
+        run(alpha, post(alpha, "Busca en internet el horario de la biblioteca"))
+    with alpha.schema():
+        assert AgentOptions.current().public_sources is False
+    assert SEARCH not in model.tool_names(0) and READ not in model.tool_names(0)
+
+
+def test_the_switch_turns_search_and_reading_on_together_and_labels_the_facts(alpha, web):
+    """R13, R12: switched on, a reason to search offers both tools; the search result is stored
+    as a public fact, recorded like a gateway call, and labelled public in the reply request."""
+    public_web, _url = web
+    switch(alpha)
+    model, server = served([call(SEARCH, {"query": "horario biblioteca"}), say("ok"), say("Abre de 8 a 18.")])
+    with server as url, agent(alpha, f"{url}/v1"):
+        turn = run(alpha, post(alpha, "Busca en internet el horario de la biblioteca"))
+    assert turn.status == Turn.Status.DONE and turn.reply.text == "Abre de 8 a 18."
+    assert {SEARCH, READ} <= set(model.tool_names(0))
+    assert public_web.requests == ["/search"]
+    with alpha.schema():
+        step = TurnStep.objects.get(turn=turn, kind="tool")
+        assert step.outcome == "ok" and step.response["source"] == "public" and "Biblioteca pública" in step.model_text
+        assert ToolCall.objects.get(turn_id=turn.pk).tool_name == SEARCH
+    clean = model.requests[-1]["messages"][-1]["content"]
+    assert "public source" in clean and "abre de 8 a 18" in clean
+
+
+def test_page_reading_keeps_the_text_of_a_page(alpha, web):
+    """R13: the page's text reaches the model without scripts, styles or markup."""
+    _public_web, base = web
+    switch(alpha)
+    model, server = served([call(READ, {"url": f"{base}/page"}), say("ok"), say("Abre de lunes a viernes.")])
+    with server as url, agent(alpha, f"{url}/v1"):
+        turn = run(alpha, post(alpha, f"Lee esta página {base}/page"))
+    with alpha.schema():
+        step = TurnStep.objects.get(turn=turn, kind="tool")
+    assert step.outcome == "ok" and step.response["source"] == "public"
+    assert "Abre de lunes a viernes, de 8 a 18." in step.model_text and "secret" not in step.model_text
+    assert "<" not in step.model_text
+
+
+def test_page_reading_refuses_private_addresses(alpha, web):
+    """M2, R13: with private hosts not allowed, a loopback page and the metadata address are refused
+    before any request is sent (the built-in is called directly: the scripted model is on loopback
+    too, so a whole turn could not reach it under this setting); the refusal is recorded."""
+    public_web, base = web
+    context = Context(turn_id=None, conversation_id="", channel="chat", idempotency_key="t:1", language="en")
+    with alpha.schema(), override_settings(ASIXTO_ALLOW_PRIVATE_HOSTS=False):
+        for url in (f"{base}/page", "http://169.254.169.254/latest/meta-data/", "http://localhost:9/"):
+            outcome, result = call_builtin(tool=TOOLS[READ], arguments={"url": url}, context=context)
+            assert (outcome.outcome, result) == ("business_error", None)
+            assert "cannot be read" in outcome.model_text
+        flush_records()
+        assert ToolCall.objects.filter(tool_name=READ, outcome="business_error").count() == 3
+    assert public_web.requests == []
+
+
+def test_page_reading_follows_no_redirect(alpha, web):
+    """M2, R13: a redirect (here to the metadata address) is not followed; the model is told."""
+    public_web, base = web
+    switch(alpha)
+    model, server = served([call(READ, {"url": f"{base}/moved"}), say("ok"), say("No pude leerla.")])
+    with server as url, agent(alpha, f"{url}/v1"):
+        turn = run(alpha, post(alpha, f"Lee esta página {base}/moved"))
+    with alpha.schema():
+        step = TurnStep.objects.get(turn=turn, kind="tool")
+    assert step.outcome == "business_error" and "redirect" in step.model_text
+    assert public_web.requests == ["/moved"]
+
+
+def test_page_text_drops_markup():
+    """R13: pure extraction with the stdlib parser."""
+    text = page_text(PAGE.decode())
+    assert text.splitlines() == ["Horario de la biblioteca", "Abre de lunes a viernes, de 8 a 18."]
