@@ -30,7 +30,7 @@ class ServerSerializer(StrictModelSerializer):
         model = McpServer
         fields = [
             "id", "slug", "name", "transport", "url", "command", "args", "auth_headers", "auth_header_names",
-            "timeout_seconds", "enabled", "protocol_version", "is_legacy", "sync_status", "sync_error",
+            "timeout_seconds", "enabled", "contract_mode", "protocol_version", "is_legacy", "sync_status", "sync_error",
             "synced_at", "created_at",
         ]
         read_only_fields = ["protocol_version", "is_legacy", "sync_status", "sync_error", "synced_at", "created_at"]
@@ -69,7 +69,22 @@ class ToolDetailSerializer(ToolSerializer):
     findings = FindingSerializer(many=True, read_only=True)
 
     class Meta(ToolSerializer.Meta):
-        fields = ToolSerializer.Meta.fields + ["definition", "sample_arguments", "findings"]
+        # `definition` is the effective one (what the model and the gateway read);
+        # `server_definition` is exactly what the server sent; `overlay` is the admin's.
+        fields = ToolSerializer.Meta.fields + ["definition", "server_definition", "overlay", "sample_arguments", "findings"]
+
+
+class OverlaySerializer(StrictSerializer):
+    """The admin's overlay of one tool (issue 8); a field set to null or "" is cleared."""
+
+    verb = serializers.CharField(max_length=200, required=False, allow_blank=True, allow_null=True)
+    capabilities = serializers.ListField(child=serializers.CharField(max_length=200), max_length=50, required=False, allow_null=True)
+    description = serializers.CharField(max_length=5000, required=False, allow_blank=True, allow_null=True)
+    level = serializers.ChoiceField(choices=[*Tool.Level.values, ""], required=False, allow_null=True)
+
+
+class AcceptSuggestionsSerializer(StrictSerializer):
+    tools = serializers.ListField(child=serializers.UUIDField(), max_length=1000, required=False)
 
 
 class ToolUpdateSerializer(StrictSerializer):
