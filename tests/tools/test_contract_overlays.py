@@ -187,3 +187,31 @@ def test_a_tool_that_requires_mcp_tasks_is_blocked_with_a_clear_finding():
     for compatible in (True, False):
         findings = certify_definition(definition, server_slug="files", scenarios=None, compatible=compatible)
         assert [f.rule for f in findings if f.blocking and f.rule == "G4"] == ["G4"]
+
+
+@requires_everything
+def test_the_contract_page_edits_many_overlays_in_one_form_and_shows_shared_warnings_once(alpha):
+    """A2, C3, C6, issue 8: the server's contract page lists every tool in one table; a warning
+    all 13 tools share is one server-level row there, on the catalog and in the API; one POST
+    stores several tools' overlays; support staff cannot change them."""
+    server = everything_server(alpha)
+    client = alpha.dashboard("ana")
+    page = client.get(f"/servers/{server.pk}/contract/").content.decode()
+    assert page.count("everything__") >= 13
+    open_schema = "The inputSchema is open; the gateway closes it"
+    assert page.count(open_schema) == 1 and "13 of 13 tools" in page
+    catalog = client.get("/catalog/?server=everything").content.decode()
+    assert catalog.count(open_schema) == 1
+    connection.set_schema_to_public()
+    shared = alpha.api().get(f"/api/v1/servers/{server.pk}").json()["shared_findings"]
+    assert any(entry["rule"] == "C3" and entry["count"] == 13 for entry in shared)
+
+    echo, get_sum = tool_named(alpha, "everything__echo"), tool_named(alpha, "everything__get-sum")
+    form = {"contract_mode": "compatible", f"verb-{echo.pk}": "repetir un texto", f"level-{get_sum.pk}": "write"}
+    assert alpha.dashboard("sam").post(f"/servers/{server.pk}/contract/", form).status_code == 403
+    response = client.post(f"/servers/{server.pk}/contract/", form)
+    assert response.status_code == 302
+    echo, get_sum = tool_named(alpha, "everything__echo"), tool_named(alpha, "everything__get-sum")
+    assert echo.overlay["verb"] == "repetir un texto" and echo.definition["_meta"]["com.asixto/verb"] == "repetir un texto"
+    assert get_sum.level == "write" and get_sum.overlay["level_set_by"] == "ana"
+    assert "verb" not in get_sum.overlay  # an untouched suggestion stays a suggestion

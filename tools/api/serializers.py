@@ -24,6 +24,9 @@ class AuthHeadersField(serializers.DictField):
 class ServerSerializer(StrictModelSerializer):
     auth_headers = AuthHeadersField(write_only=True, required=False)
     auth_header_names = serializers.SerializerMethodField()
+    shared_findings = serializers.SerializerMethodField(
+        help_text="Warnings most of the server's tools share, shown once here instead of on every tool."
+    )
     args = serializers.ListField(child=serializers.CharField(max_length=500), max_length=50, required=False)
 
     class Meta:
@@ -31,12 +34,20 @@ class ServerSerializer(StrictModelSerializer):
         fields = [
             "id", "slug", "name", "transport", "url", "command", "args", "auth_headers", "auth_header_names",
             "timeout_seconds", "enabled", "contract_mode", "protocol_version", "is_legacy", "sync_status", "sync_error",
-            "synced_at", "created_at",
+            "synced_at", "created_at", "shared_findings",
         ]
         read_only_fields = ["protocol_version", "is_legacy", "sync_status", "sync_error", "synced_at", "created_at"]
 
     def get_auth_header_names(self, server) -> list[str]:
         return sorted(server.headers)
+
+    def get_shared_findings(self, server) -> list[dict]:
+        from tools.selectors import shared_warnings
+
+        return [
+            {name: entry[name] for name in ("rule", "message", "hint", "count", "total")} | {"severity": "warning"}
+            for entry in shared_warnings(server_ids=[server.pk]).get(server.pk, [])
+        ]
 
 
 class ServerUpdateSerializer(ServerSerializer):
