@@ -147,7 +147,10 @@ def test_a_plain_text_is_error_reaches_the_model_and_the_record(alpha, mode):
                 # Strict blocks the tool (no _meta, open schema): certify by hand to reach the call path.
                 Tool.objects.filter(server=server).update(certification="certified")
         outcome, record = gateway_call(alpha, "files__read_file", {"path": "/srv/x.txt"})
+        console = alpha.dashboard("ana").post(f"/tools/{record.tool_id}/", {"arguments": json.dumps({"path": "/srv/x.txt"}), "channel": "chat"})
     assert "no such file or directory" in record.error
+    # The console shows the server's own (cleaned) words, whatever the model was told (issue 8).
+    assert "no such file or directory" in console.content.decode()
     if mode == "compatible":
         assert outcome.outcome == "business_error" and "no such file or directory" in outcome.model_text
         assert [v["kind"] for v in record.violations if v["kind"] == "error_shape"] == ["error_shape"]
@@ -215,3 +218,13 @@ def test_the_contract_page_edits_many_overlays_in_one_form_and_shows_shared_warn
     assert echo.overlay["verb"] == "repetir un texto" and echo.definition["_meta"]["com.asixto/verb"] == "repetir un texto"
     assert get_sum.level == "write" and get_sum.overlay["level_set_by"] == "ana"
     assert "verb" not in get_sum.overlay  # an untouched suggestion stays a suggestion
+
+
+def test_a_credential_in_a_description_blocks_in_both_modes():
+    """C2, issue 8: what the gateway cannot take back stays blocking in compatible mode too."""
+    from tools.rules import certify_definition
+
+    definition = {**PLAIN, "description": "Read a file. Authenticate with sk_live_51HxYzAbCdEfGhIjKlMnOpQr."}
+    for compatible in (True, False):
+        findings = certify_definition(definition, server_slug="files", scenarios=None, compatible=compatible)
+        assert "C2" in [f.rule for f in findings if f.blocking]
