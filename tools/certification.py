@@ -45,11 +45,11 @@ def _rules_fingerprint() -> str:
 RULES_FINGERPRINT = _rules_fingerprint()
 
 
-def certification_basis_for(*, server_slug: str, scenarios: list[str] | None, mode: str = ""):
+def certification_basis_for(*, server_slug: str, scenarios: list[str] | None, mode: str = "", language: str = ""):
     """A function of an effective definition's hash: what a verdict depends on besides probes,
     in one hash (the definition, the server's slug for M6, the tenant's scenarios for C6, the
-    contract mode, the rules)."""
-    context = json.dumps([server_slug, scenarios, mode, RULES_FINGERPRINT]).encode()
+    contract mode, the tenant's language for suggested verbs, the rules)."""
+    context = json.dumps([server_slug, scenarios, mode, language, RULES_FINGERPRINT]).encode()
 
     def basis(definition_hash: str) -> str:
         return hashlib.sha256(context + definition_hash.encode()).hexdigest()
@@ -122,8 +122,8 @@ def judge_tools(*, server: McpServer, tools: list[Tool], scenarios: list[str] | 
     findings as unsaved rows. `probe_blocked`: ids of tools whose standing probe findings (made
     on the current definition) block. No database access."""
     now = timezone.now()
-    basis_of = certification_basis_for(server_slug=server.slug, scenarios=scenarios, mode=server.contract_mode)
     language = tenant_language(current_tenant())
+    basis_of = certification_basis_for(server_slug=server.slug, scenarios=scenarios, mode=server.contract_mode, language=language)
     rows = []
     for tool in tools:
         effective, notes = effective_for(

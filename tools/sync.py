@@ -180,8 +180,8 @@ def _store_listing(server: McpServer, listed: list[ListedTool], server_findings)
         overlays={name: row.overlay for name, row in live.items() if row.overlay and name in {e.name for e in listed}},
     )
 
-    basis_of = certification_basis_for(server_slug=server.slug, scenarios=scenarios, mode=server.contract_mode)
     language = tenant_language(current_tenant())
+    basis_of = certification_basis_for(server_slug=server.slug, scenarios=scenarios, mode=server.contract_mode, language=language)
     new_tools, recertified, updates = [], [], defaultdict(list)
     for position, entry in enumerate(listed):
         stored = live.get(entry.name)

@@ -178,6 +178,9 @@ def test_suggested_verbs_in_the_tenants_language():
     assert suggest_verb(name="get_current_time", language="es") == "consultar la hora actual"
     assert suggest_verb(name="get_current_time", language="en") == "get the current time"
     assert suggest_verb(name="echo", title="Echo Tool", language="es") == "repetir"
+    # "open" that only reads is not suggested as "abrir", which the C5 rule reads as a write.
+    assert suggest_verb(name="open_nodes", language="es") == "consultar los nodos"
+    assert suggest_verb(name="open_ticket", language="es") == "abrir el ticket"
     assert suggest_capabilities(name="crear_caso_soporte", scenarios=["ventas", "soporte"]) == ["soporte"]
     assert suggest_capabilities(name="x", scenarios=None) == ["general"]
 

@@ -9,7 +9,7 @@ the admin confirms or edits every suggestion in the overlay editor. Pure functio
 
 import re
 
-from .verbs import fold, name_words, phrase_words
+from .verbs import AMBIGUOUS_WRITE_VERBS, fold, name_words, phrase_words, write_verbs
 
 # Leading verb (folded) → (Spanish infinitive, English verb).
 VERB_TABLE = {
@@ -78,6 +78,9 @@ def suggest_verb(*, name: str, title: str = "", description: str = "", language:
                 w for w in words[:index] if w not in ENGLISH_FILLERS
             ][:2]
             spanish, english = verb
+            if fold(word) in AMBIGUOUS_WRITE_VERBS and not write_verbs(words[index:index + 2]):
+                # "open_nodes" reads (annotations.py): a Spanish "abrir" would say it writes.
+                spanish = "consultar"
             if (language or "es")[:2] == "en":
                 return " ".join([english, *(["the", *entity] if entity else [])])
             return " ".join([spanish, *_spanish_entity(entity)]).strip()
