@@ -1,6 +1,6 @@
 """Contract modes per server and the admin's overlays per tool (issue 8). Tools stored before
-keep their definition as the server's; servers synced before stay strict (their behaviour until
-now)."""
+keep their definition as the server's; a server with a catalog gets the mode its first sync
+would choose (its tools are certified again on the next sync: the rules changed)."""
 
 from django.db import migrations, models
 
@@ -44,7 +44,14 @@ class Migration(migrations.Migration):
         ),
         migrations.RunSQL(
             "UPDATE tools_tool SET server_definition = definition, server_hash = definition_hash;"
-            "UPDATE tools_mcpserver SET contract_mode = 'strict' WHERE sync_status <> 'never';",
+            # A server with a catalog gets the mode its first sync would have chosen: strict when
+            # one of its live tools declares a com.asixto/ _meta key, compatible otherwise.
+            "UPDATE tools_mcpserver s SET contract_mode = CASE WHEN EXISTS ("
+            " SELECT 1 FROM tools_tool t WHERE t.server_id = s.id AND t.removed_in_id IS NULL"
+            " AND EXISTS (SELECT 1 FROM jsonb_object_keys(CASE WHEN jsonb_typeof(t.definition->'_meta') = 'object'"
+            " THEN t.definition->'_meta' ELSE '{}'::jsonb END) k WHERE k LIKE 'com.asixto/%%')"
+            ") THEN 'strict' ELSE 'compatible' END"
+            " WHERE EXISTS (SELECT 1 FROM tools_tool t WHERE t.server_id = s.id);",
             migrations.RunSQL.noop,
         ),
     ]
