@@ -113,7 +113,7 @@ class CatalogVersionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = CatalogVersion
-        fields = ["id", "server", "number", "created_at", "tool_count", "diff", "server_findings"]
+        fields = ["id", "server", "number", "created_at", "tool_count", "diff", "server_findings", "contract_mode", "overlays"]
 
 
 class InvokeSerializer(StrictSerializer):

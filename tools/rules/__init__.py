@@ -11,6 +11,9 @@ Entry points:
 - check_probe_result(result, *, output_schema, budget) -> findings for C8
 - check_idempotency(first, second) -> findings for C9
 - is_blocking(findings) -> whether the tool is kept away from agents
+- overlay.effective_definition(definition, *, overlay, compatible, suggestion)
+  -> the definition certification and the gateway read, and what the gateway added (issue 8)
+- suggestions.suggest_verb / suggest_capabilities -> suggested `_meta` (C6)
 """
 
 from .annotations import DESTRUCTIVE, LEVELS, READ, WRITE, check_annotations, tool_level
