@@ -49,7 +49,11 @@ def _changes(post, rows) -> dict:
         shown = {"verb": row["verb"], "capabilities": [c.strip() for c in row["capabilities"].split(",") if c.strip()],
                  "description": row["description"], "level": overlay.get("level", "")}
         changed = {field: value for field, value in wanted.items() if value != shown[field]}
-        # What was shown as a suggestion and left as it is stays a suggestion.
+        # What was shown as a suggestion and left as it is stays a suggestion, unless the row's
+        # "accept" box is ticked: then it becomes the admin's own.
+        if post.get(f"accept-{key}"):
+            for field in row["suggested"]:
+                changed.setdefault(field, wanted[field])
         if changed:
             changes[tool.pk] = changed
     return changes

@@ -213,7 +213,9 @@ def test_the_contract_page_edits_many_overlays_in_one_form_and_shows_shared_warn
     assert any(entry["rule"] == "C3" and entry["count"] == 13 for entry in shared)
 
     echo, get_sum = tool_named(alpha, "everything__echo"), tool_named(alpha, "everything__get-sum")
-    form = {"contract_mode": "compatible", f"verb-{echo.pk}": "repetir un texto", f"level-{get_sum.pk}": "write"}
+    env = tool_named(alpha, "everything__get-env")
+    form = {"contract_mode": "compatible", f"verb-{echo.pk}": "repetir un texto", f"level-{get_sum.pk}": "write",
+            f"accept-{env.pk}": "1"}
     assert alpha.dashboard("sam").post(f"/servers/{server.pk}/contract/", form).status_code == 403
     response = client.post(f"/servers/{server.pk}/contract/", form)
     assert response.status_code == 302
@@ -221,6 +223,9 @@ def test_the_contract_page_edits_many_overlays_in_one_form_and_shows_shared_warn
     assert echo.overlay["verb"] == "repetir un texto" and echo.definition["_meta"]["com.asixto/verb"] == "repetir un texto"
     assert get_sum.level == "write" and get_sum.overlay["level_set_by"] == "ana"
     assert "verb" not in get_sum.overlay  # an untouched suggestion stays a suggestion
+    env = tool_named(alpha, "everything__get-env")
+    assert env.overlay["verb"] == "consultar el entorno" and env.overlay["capabilities"] == ["general"]
+    assert "com.asixto/suggested" not in env.definition["_meta"]
 
 
 def test_a_credential_in_a_description_blocks_in_both_modes():

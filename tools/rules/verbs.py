@@ -29,7 +29,7 @@ WRITE_VERBS = frozenset(
     enroll subscribe unsubscribe mark escalate archive publish notify request
     issue dispatch ship link unlink reset configure start stop finish
     complete process execute run authorize release import purge revoke grant
-    invite rename merge apply purchase buy sell void drop wipe terminate
+    invite rename merge apply purchase buy sell void drop wipe terminate toggle
     """.split()
 )
 
@@ -53,7 +53,7 @@ READ_VERBS = frozenset(
     get list search find fetch read show view lookup look check verify validate
     query count describe calculate quote compare recommend suggest track locate
     estimate preview retrieve browse explore inspect download summarize explain
-    identify detect analyze analyse
+    identify detect analyze analyse echo
     """.split()
 )
 
