@@ -172,12 +172,13 @@ def _store_listing(server: McpServer, listed: list[ListedTool], server_findings)
     # Only the changed definitions are read back, for the fields the diff names.
     old_definitions = dict(Tool.objects.filter(pk__in=uuids(changed_ids)).values_list("name", "server_definition"))
     diff = diff_listing({name: row.server_hash for name, row in live.items()}, listed, old_definitions)
+    listed_names = {entry.name for entry in listed}
     last = server.versions.order_by("-number").values_list("number", flat=True).first() or 0
     version = CatalogVersion.objects.create(
         server=server, number=last + 1, tool_count=len(listed), diff=diff, contract_mode=server.contract_mode,
         server_finding_codes=[finding_codes(f) | {"rule": f.rule, "severity": f.severity} for f in server_findings],
         # The admin's overlays survive a sync: the version keeps them beside the server's definitions.
-        overlays={name: row.overlay for name, row in live.items() if row.overlay and name in {e.name for e in listed}},
+        overlays={name: row.overlay for name, row in live.items() if row.overlay and name in listed_names},
     )
 
     language = tenant_language(current_tenant())

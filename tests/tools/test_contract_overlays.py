@@ -18,8 +18,8 @@ from tests.support.mutable_catalog import MutableCatalog
 from tools import mcp
 from tools.gateway import CallContext, call_tool, flush_records
 from tools.models import McpServer, Tool, ToolCall
-from tools.sync import catalog_sync
 from tools.servers import server_create
+from tools.sync import catalog_sync
 
 
 @pytest.fixture(autouse=True)
