@@ -12,7 +12,7 @@ from django.db import connection
 from django.utils import translation
 
 from tenants.models import ApprovedCommand
-from tests.support.everything import ENTRY, NODE, everything_argv, requires_everything
+from tests.support.everything import ENTRY, NODE, everything_argv, requires_everything, serve_everything
 from tests.support.mcp_servers import serve_asgi
 from tests.support.mutable_catalog import MutableCatalog
 from tools import mcp
@@ -55,11 +55,26 @@ def gateway_call(world, name, arguments):
 
 
 @requires_everything
-def test_server_everything_is_usable_after_the_first_sync_and_answers_as_a_direct_call(alpha):
+@pytest.mark.parametrize("transport", ["stdio", "sse"])
+def test_server_everything_is_usable_after_the_first_sync_and_answers_as_a_direct_call(alpha, transport):
     """M5, C3, C4, C6, G2, issue 8: compatible mode by default; get-sum is available right after
     the first sync; the gateway returns the text a direct SDK call returns; an unknown argument
     to its (open) schema is refused before anything is sent."""
-    server = everything_server(alpha)
+    if transport == "sse":
+        with serve_everything("sse") as base_url:
+            with alpha.schema():
+                server = server_create(data={"slug": "everything", "transport": "sse", "url": f"{base_url}/sse"})
+                catalog_sync(server=server)
+            target = mcp.ServerTarget(transport="sse", url=f"{base_url}/sse", legacy=True)
+            _check_everything(alpha, target)
+        return
+    everything_server(alpha)
+    _check_everything(alpha, mcp.ServerTarget(transport="stdio", argv=everything_argv("stdio"), env={}, legacy=True))
+
+
+def _check_everything(alpha, direct_target):
+    with alpha.schema():
+        server = McpServer.objects.get(slug="everything")
     assert server.contract_mode == McpServer.ContractMode.COMPATIBLE
     tool = tool_named(alpha, "everything__get-sum")
     assert tool.is_available_to_agents
@@ -67,8 +82,7 @@ def test_server_everything_is_usable_after_the_first_sync_and_answers_as_a_direc
     assert "additionalProperties" not in tool.server_definition["inputSchema"]
 
     outcome, record = gateway_call(alpha, "everything__get-sum", {"a": 2, "b": 40})
-    direct = mcp.call_tool(mcp.ServerTarget(transport="stdio", argv=everything_argv("stdio"), env={}, legacy=True),
-                           "get-sum", {"a": 2, "b": 40}, meta={})
+    direct = mcp.call_tool(direct_target, "get-sum", {"a": 2, "b": 40}, meta={})
     assert outcome.ok, (outcome.outcome, outcome.error)
     assert outcome.model_text == direct["content"][0]["text"] and "42" in outcome.model_text
     assert record.outcome == "ok"
