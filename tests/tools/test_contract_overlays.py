@@ -134,6 +134,14 @@ def test_the_admins_overlays_through_the_api_survive_the_next_sync(alpha):
     assert all("com.asixto/suggested" not in (t.definition.get("_meta") or {}) for t in tools)
     assert tool_named(alpha, "everything__get-sum").overlay["verb"] == "consultar la suma"
 
+    # Strict mode through the API: what the gateway enforced itself blocks again (open schema).
+    connection.set_schema_to_public()
+    patched = alpha.api().patch(f"/api/v1/servers/{server.pk}", json.dumps({"contract_mode": "strict"}), content_type="application/json")
+    assert patched.status_code == 200 and patched.json()["contract_mode"] == "strict"
+    strict_sum = tool_named(alpha, "everything__get-sum")
+    assert strict_sum.certification == "blocked" and "additionalProperties" not in strict_sum.definition["inputSchema"]
+    assert strict_sum.definition["_meta"]["com.asixto/verb"] == "consultar la suma"  # the admin's overlay stays
+
 
 PLAIN = {
     "name": "read_file", "description": "Read a file from disk.",
