@@ -5,7 +5,10 @@ large to store is one blocking finding) with the findings of the last live probe
 which stand while the definition the probe judged is the tool's. Each tool records what its
 verdict was computed from (`certification_basis`: definition, server slug, the tenant's
 scenarios, the rules' code), so a sync certifies again only the tools for which that changed.
-Also the admin's switch that enables or disables a tool."""
+The contract runs on each tool's *effective* definition (tools.rules.overlay): the server's,
+plus the admin's overlay, plus what the gateway adds in the server's contract mode; the verdict
+sets it, with its hash and level, on the tool. Also the admin's switch that enables or disables
+a tool."""
 
 import hashlib
 import json
@@ -15,17 +18,20 @@ from django.utils import timezone
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
+from tenants.selectors import current_tenant
 from tools import rules
-from tools.catalog import OMITTED_KEY
+from tools.catalog import OMITTED_KEY, definition_hash
 from tools.catalog_cache import catalog_changed
 from tools.models import Finding, McpServer, Tool
 from tools.rows import insert_rows, update_rows, uuids
 from tools.rules import Finding as RuleFinding
-from tools.rules import certify_definition, is_blocking
+from tools.rules import certify_definition, is_blocking, tool_level
 from tools.rules.findings import blocking
+from tools.rules.overlay import effective_definition
+from tools.rules.suggestions import suggest_capabilities, suggest_verb
 from tools.texts import text_code
 
-VERDICT_FIELDS = ["certification", "certified_hash", "certified_at", "certification_basis"]
+VERDICT_FIELDS = ["certification", "certified_hash", "certified_at", "certification_basis", "definition", "definition_hash", "level"]
 
 
 def _rules_fingerprint() -> str:
@@ -39,10 +45,11 @@ def _rules_fingerprint() -> str:
 RULES_FINGERPRINT = _rules_fingerprint()
 
 
-def certification_basis_for(*, server_slug: str, scenarios: list[str] | None):
-    """A function of a definition hash: what a verdict depends on besides probes, in one hash
-    (the definition, the server's slug for M6, the tenant's scenarios for C6, the rules)."""
-    context = json.dumps([server_slug, scenarios, RULES_FINGERPRINT]).encode()
+def certification_basis_for(*, server_slug: str, scenarios: list[str] | None, mode: str = "", language: str = ""):
+    """A function of an effective definition's hash: what a verdict depends on besides probes,
+    in one hash (the definition, the server's slug for M6, the tenant's scenarios for C6, the
+    contract mode, the tenant's language for suggested verbs, the rules)."""
+    context = json.dumps([server_slug, scenarios, mode, language, RULES_FINGERPRINT]).encode()
 
     def basis(definition_hash: str) -> str:
         return hashlib.sha256(context + definition_hash.encode()).hexdigest()
@@ -54,7 +61,32 @@ def tenant_scenarios(tenant) -> list[str] | None:
     return list(tenant.scenarios or []) or None
 
 
-def definition_findings(definition: dict, *, server_slug: str, scenarios: list[str] | None) -> list[RuleFinding]:
+def is_compatible(server: McpServer) -> bool:
+    return server.contract_mode == McpServer.ContractMode.COMPATIBLE
+
+
+def tenant_language(tenant) -> str:
+    return (getattr(tenant, "language", "") or "es")[:2]
+
+
+def effective_for(definition: dict, *, overlay: dict | None, server: McpServer, scenarios: list[str] | None,
+                  language: str) -> tuple[dict, list[RuleFinding]]:
+    """The effective definition of one server definition (tools.rules.overlay) and the
+    warnings that say what the gateway added. A stand-in for a definition too large to store
+    stays as it is."""
+    if not isinstance(definition, dict) or isinstance(definition.get(OMITTED_KEY), dict):
+        return definition, []
+    compatible = is_compatible(server)
+    suggestion = None
+    if compatible:
+        words = {"name": str(definition.get("name") or ""), "title": str(definition.get("title") or ""),
+                 "description": str(definition.get("description") or "")[:1000]}
+        suggestion = {"verb": suggest_verb(**words, language=language),
+                      "capabilities": suggest_capabilities(**words, scenarios=scenarios)}
+    return effective_definition(definition, overlay=overlay, compatible=compatible, suggestion=suggestion)
+
+
+def definition_findings(definition: dict, *, server_slug: str, scenarios: list[str] | None, compatible: bool = False) -> list[RuleFinding]:
     """The contract on one stored definition (C1–C6, M6), or the size finding (M5) when only a
     stand-in was stored."""
     omitted = definition.get(OMITTED_KEY)
@@ -67,7 +99,7 @@ def definition_findings(definition: dict, *, server_slug: str, scenarios: list[s
             ),
             _("Shorten the description and the schemas: a definition this large crowds the model's context."),
         )]
-    return certify_definition(definition, server_slug=server_slug, scenarios=scenarios)
+    return certify_definition(definition, server_slug=server_slug, scenarios=scenarios, compatible=compatible)
 
 
 def finding_codes(finding: RuleFinding) -> dict:
@@ -90,10 +122,17 @@ def judge_tools(*, server: McpServer, tools: list[Tool], scenarios: list[str] | 
     findings as unsaved rows. `probe_blocked`: ids of tools whose standing probe findings (made
     on the current definition) block. No database access."""
     now = timezone.now()
-    basis_of = certification_basis_for(server_slug=server.slug, scenarios=scenarios)
+    language = tenant_language(current_tenant())
+    basis_of = certification_basis_for(server_slug=server.slug, scenarios=scenarios, mode=server.contract_mode, language=language)
     rows = []
     for tool in tools:
-        findings = definition_findings(tool.definition, server_slug=server.slug, scenarios=scenarios)
+        effective, notes = effective_for(
+            tool.server_definition or tool.definition, overlay=tool.overlay, server=server, scenarios=scenarios, language=language
+        )
+        tool.definition, tool.definition_hash = effective, definition_hash(effective)
+        tool.level = tool_level(effective.get("annotations") if isinstance(effective, dict) else None)
+        findings = definition_findings(effective, server_slug=server.slug, scenarios=scenarios, compatible=is_compatible(server))
+        findings += notes
         rows += [finding_row(server, tool, finding, Finding.Source.DEFINITION) for finding in findings]
         blocked = is_blocking(findings) or tool.pk in probe_blocked
         tool.certification = Tool.Certification.BLOCKED if blocked else Tool.Certification.CERTIFIED

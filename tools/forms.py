@@ -25,7 +25,7 @@ class ServerForm(forms.ModelForm):
 
     class Meta:
         model = McpServer
-        fields = ["slug", "name", "transport", "url", "command", "timeout_seconds", "enabled"]
+        fields = ["slug", "name", "transport", "url", "command", "timeout_seconds", "enabled", "contract_mode"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -27,6 +27,12 @@ class McpServer(models.Model):
         SSE = "sse", _("HTTP + SSE (deprecated)")
         STDIO = "stdio", _("stdio (operator-approved command)")
 
+    class ContractMode(models.TextChoices):
+        # Blank until the first sync decides: strict when the server declares our `com.asixto/`
+        # `_meta`, compatible otherwise (see tools.overlays).
+        STRICT = "strict", _("strict: the server keeps the whole contract")
+        COMPATIBLE = "compatible", _("compatible: the gateway enforces what it can itself")
+
     class SyncStatus(models.TextChoices):
         NEVER = "never", _("never synced")
         QUEUED = "queued", _("queued")
@@ -54,6 +60,12 @@ class McpServer(models.Model):
         _("call timeout (seconds)"), default=15.0, validators=[MinValueValidator(1.0), MaxValueValidator(300.0)]
     )
     enabled = models.BooleanField(_("enabled"), default=True)
+    contract_mode = models.CharField(
+        _("contract mode"), max_length=12, choices=ContractMode.choices, blank=True,
+        help_text=_("Strict: any breach of the contract blocks. Compatible: what the gateway can enforce itself "
+                    "(closing an open schema, text results, plain errors, suggested verbs) only warns. "
+                    "Left empty, the first sync chooses."),
+    )
 
     protocol_version = models.CharField(_("protocol"), max_length=20, blank=True)
     is_legacy = models.BooleanField(_("legacy protocol"), default=False)
@@ -101,6 +113,10 @@ class CatalogVersion(models.Model):
     # [{"rule", "severity", "message_code", "message_params", "hint_code", "hint_params"}]; versions
     # stored before codes hold {"rule", "severity", "texts": {language: {"message", "hint"}}}.
     server_finding_codes = models.JSONField(default=list)
+    # The admin's overlays at this version, tool name → overlay (see Tool.overlay): with the
+    # server's definitions of the same sync, what each tool's effective definition was made of.
+    overlays = models.JSONField(default=dict, blank=True)
+    contract_mode = models.CharField(max_length=12, blank=True)
 
     class Meta:
         ordering = ["server", "-number"]
@@ -157,8 +173,17 @@ class Tool(models.Model):
     name = models.CharField(_("name"), max_length=200)
     prefixed_name = models.CharField(_("name the model sees"), max_length=250)
     position = models.PositiveIntegerField()
+    # The effective definition: the server's, plus the admin's overlay, plus what the gateway
+    # adds in compatible mode (a closed inputSchema, suggested `_meta`). What certification,
+    # the gateway and the model read (tools.overlays).
     definition = models.JSONField()
     definition_hash = models.CharField(max_length=64)
+    # The definition exactly as the server sent it, and its hash (what a sync compares).
+    server_definition = models.JSONField(default=dict)
+    server_hash = models.CharField(max_length=64, blank=True)
+    # What the admin adds or overrides in Asixto, never on the server: {"verb", "capabilities",
+    # "description", "level", "level_set_by", "level_set_at", "updated_by", "updated_at"}.
+    overlay = models.JSONField(default=dict, blank=True)
     level = models.CharField(_("level"), max_length=12, choices=Level.choices)
     certification = models.CharField(max_length=10, choices=Certification.choices, default=Certification.PENDING)
     certified_hash = models.CharField(max_length=64, blank=True)

@@ -46,13 +46,15 @@ def tool_probe(*, tool: Tool) -> list[RuleFinding]:
     if isinstance(first, mcp.McpError):
         findings = [_failed(first)]
     else:
+        compatible = server.contract_mode == McpServer.ContractMode.COMPATIBLE
         findings = check_probe_result(
             first, output_schema=tool.definition.get("outputSchema"), budget=tenant.result_budget,
-            secrets=configured_secrets(tool.server.headers),
+            secrets=configured_secrets(tool.server.headers), compatible=compatible,
         )
         calls[-1]["findings"] = findings
         annotations = tool.definition.get("annotations") or {}
-        if annotations.get("idempotentHint") is True:
+        # MCP gives idempotentHint a meaning only when readOnlyHint is false (C9, issue 8).
+        if annotations.get("idempotentHint") is True and annotations.get("readOnlyHint") is not True:
             second = _call(target, tool, key, "2", calls)
             idempotency = [_failed(second)] if isinstance(second, mcp.McpError) else check_idempotency(first, second)
             calls[-1]["findings"] = idempotency
@@ -108,7 +110,8 @@ def _record(calls: list, tool: Tool):
             message, http_status = error.message, error.http_status
         else:
             validator = compiled(tool.definition.get("outputSchema"), (tool.pk, tool.definition_hash, "output"))
-            verdict = classify(result, output_validator=validator)
+            verdict = classify(result, output_validator=validator,
+                               compatible=tool.server.contract_mode == McpServer.ContractMode.COMPATIBLE)
             outcome, violations = verdict.outcome, list(verdict.violations)
             result_chars = result_size(result) if isinstance(result, dict) else 0
         with translation.override("en"):

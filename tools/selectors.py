@@ -1,8 +1,11 @@
 """Reads of the tools app. Every query runs in the current tenant's schema (T1)."""
 
+import json
+
 from django.db.models import Count, Max, Prefetch
 
 from tools.models import CatalogVersion, Finding, McpServer, Tool, ToolCall
+from tools.texts import render_text
 
 
 def servers():
@@ -48,3 +51,58 @@ def violation_counts():
         .annotate(calls=Count("id"), last=Max("started_at"))
         .order_by("-calls", "tool_name")
     )
+
+
+# A warning is the server's (shown once, not on every tool) when at least this many live
+# tools and more than half of them share it (issue 8: 50 of 51 tools, one row).
+SHARED_MIN_TOOLS = 3
+
+
+def shared_warnings(*, server_ids) -> dict:
+    """Server id → the definition warnings most of its live tools share: one entry each, with
+    its rule, message and hint in the active language, and how many tools share it. Grouped on
+    the stored codes and parameters (language-neutral)."""
+    totals = dict(
+        Tool.objects.filter(server_id__in=list(server_ids), removed_in__isnull=True)
+        .values_list("server_id").annotate(total=Count("id"))
+    )
+    groups = (
+        Finding.objects.filter(
+            server_id__in=list(totals), tool__removed_in__isnull=True, tool__isnull=False,
+            severity=Finding.Severity.WARNING, source=Finding.Source.DEFINITION,
+        )
+        .values("server_id", "rule", "message_code", "message_params", "hint_code", "hint_params")
+        .annotate(count=Count("tool", distinct=True))
+        .order_by("server_id", "rule", "-count")
+    )
+    shared = {}
+    for group in groups:
+        total = totals[group["server_id"]]
+        if group["count"] >= SHARED_MIN_TOOLS and group["count"] * 2 > total:
+            shared.setdefault(group["server_id"], []).append({
+                **group, "total": total, "key": finding_key(group),
+                "message": render_text(group["message_code"], group["message_params"]),
+                "hint": render_text(group["hint_code"], group["hint_params"]) if group["hint_code"] else "",
+            })
+    return shared
+
+
+def finding_key(finding) -> str:
+    """What makes two findings the same one, on a row or on a `values()` dict."""
+    get = finding.get if isinstance(finding, dict) else lambda name: getattr(finding, name)
+    return json.dumps([get("rule"), get("message_code"), get("message_params")], sort_keys=True)
+
+
+def with_shared_findings(tools) -> dict:
+    """Set `shown_findings` on each tool (its findings minus the server-level shared ones) and
+    return the shared ones per server id (see shared_warnings)."""
+    tools = list(tools)
+    shared = shared_warnings(server_ids={tool.server_id for tool in tools})
+    keys = {server_id: {entry["key"] for entry in entries} for server_id, entries in shared.items()}
+    for tool in tools:
+        hidden = keys.get(tool.server_id, set())
+        tool.shown_findings = [
+            f for f in tool.findings.all()
+            if not (f.severity == Finding.Severity.WARNING and f.source == Finding.Source.DEFINITION and finding_key(f) in hidden)
+        ]
+    return shared

@@ -80,9 +80,11 @@ def server_create(*, data: dict) -> McpServer:
 
 
 def server_update(*, server: McpServer, data: dict) -> McpServer:
-    """Change a server. A change to how it is reached forgets the cached discovery (M4)."""
+    """Change a server. A change to how it is reached forgets the cached discovery (M4); a
+    change of contract mode certifies its tools again (tools.overlays)."""
     data = dict(data)
     headers = data.pop("auth_headers", None)
+    mode = data.pop("contract_mode", None)
     merged = {key: data.get(key, getattr(server, key)) for key in ("transport", "url", "command", "args")}
     validate_server_fields(**merged)
     reach_changed = any(merged[key] != getattr(server, key) for key in merged) or headers is not None
@@ -93,6 +95,10 @@ def server_update(*, server: McpServer, data: dict) -> McpServer:
     if reach_changed:
         server.discover_result, server.protocol_version, server.is_legacy = None, "", False
     server.save()
+    if mode and mode != server.contract_mode:
+        from tools.overlays import server_set_contract_mode  # it certifies again; certification is above this module
+
+        server_set_contract_mode(server=server, mode=mode)
     return server
 
 

@@ -22,19 +22,23 @@ from asixto.errors import ApplicationError
 from tenants.selectors import current_tenant
 from tools import mcp
 from tools.catalog import ListedTool, diff_listing, prefixed_name, read_listing
+from tools.catalog import definition_hash as hash_of
 from tools.catalog_cache import catalog_changed
 from tools.certification import (
     VERDICT_FIELDS,
     certification_basis_for,
+    effective_for,
     finding_codes,
     finding_row,
     judge,
     replace_findings,
+    tenant_language,
     tenant_scenarios,
 )
 from tools.models import CatalogVersion, Finding, McpServer, Tool
 from tools.rows import insert_rows, update_rows, uuids
 from tools.rules.findings import warning
+from tools.rules.overlay import declares_our_meta
 from tools.servers import server_probe, server_target
 from tools.texts import coded, error_code, text_code
 
@@ -80,6 +84,7 @@ def catalog_sync(*, server: McpServer) -> CatalogVersion:
             # One sync at a time per server (and no probe verdict in between): the lock orders
             # them, so version numbers and diffs are computed against what was stored last.
             McpServer.objects.select_for_update().filter(pk=server.pk).first()
+            _choose_contract_mode(server, listed)
             version = _store_listing(server, listed, server_findings)
             now = timezone.now()
             McpServer.objects.filter(pk=server.pk).update(
@@ -92,6 +97,16 @@ def catalog_sync(*, server: McpServer) -> CatalogVersion:
         sync_mark(server=server, status=McpServer.SyncStatus.ERROR, error=_("The catalog could not be stored; see the logs."))
         raise
     return version
+
+
+def _choose_contract_mode(server: McpServer, listed: list[ListedTool]):
+    """On the first sync of a server whose mode was left empty: strict when it declares our
+    `com.asixto/` `_meta` (it means to keep the contract), compatible otherwise (issue 8)."""
+    if server.contract_mode:
+        return
+    strict = any(declares_our_meta(entry.definition) for entry in listed)
+    server.contract_mode = McpServer.ContractMode.STRICT if strict else McpServer.ContractMode.COMPATIBLE
+    McpServer.objects.filter(pk=server.pk).update(contract_mode=server.contract_mode)
 
 
 def _read_listing(target) -> list:
@@ -139,11 +154,12 @@ class _Stored(NamedTuple):
 
     pk: object
     name: str
+    server_hash: str
     definition_hash: str
     position: int
     prefixed_name: str
-    level: str
     certification_basis: str
+    overlay: dict
 
 
 def _store_listing(server: McpServer, listed: list[ListedTool], server_findings) -> CatalogVersion:
@@ -152,39 +168,45 @@ def _store_listing(server: McpServer, listed: list[ListedTool], server_findings)
         row.name: row
         for row in map(_Stored._make, server.tools.filter(removed_in__isnull=True).values_list(*_Stored._fields))
     }
-    changed_ids = [live[e.name].pk for e in listed if e.name in live and live[e.name].definition_hash != e.hash]
+    changed_ids = [live[e.name].pk for e in listed if e.name in live and live[e.name].server_hash != e.hash]
     # Only the changed definitions are read back, for the fields the diff names.
-    old_definitions = dict(Tool.objects.filter(pk__in=uuids(changed_ids)).values_list("name", "definition"))
-    diff = diff_listing({name: row.definition_hash for name, row in live.items()}, listed, old_definitions)
+    old_definitions = dict(Tool.objects.filter(pk__in=uuids(changed_ids)).values_list("name", "server_definition"))
+    diff = diff_listing({name: row.server_hash for name, row in live.items()}, listed, old_definitions)
+    listed_names = {entry.name for entry in listed}
     last = server.versions.order_by("-number").values_list("number", flat=True).first() or 0
     version = CatalogVersion.objects.create(
-        server=server, number=last + 1, tool_count=len(listed), diff=diff,
+        server=server, number=last + 1, tool_count=len(listed), diff=diff, contract_mode=server.contract_mode,
         server_finding_codes=[finding_codes(f) | {"rule": f.rule, "severity": f.severity} for f in server_findings],
+        # The admin's overlays survive a sync: the version keeps them beside the server's definitions.
+        overlays={name: row.overlay for name, row in live.items() if row.overlay and name in listed_names},
     )
 
-    basis_of = certification_basis_for(server_slug=server.slug, scenarios=scenarios)
+    language = tenant_language(current_tenant())
+    basis_of = certification_basis_for(server_slug=server.slug, scenarios=scenarios, mode=server.contract_mode, language=language)
     new_tools, recertified, updates = [], [], defaultdict(list)
     for position, entry in enumerate(listed):
         stored = live.get(entry.name)
         if stored is None:
             new_tools.append(Tool(
                 server_id=server.pk, name=entry.name, added_in_id=version.pk, changed_in_id=version.pk, position=position,
-                definition=entry.definition, definition_hash=entry.hash,
-                prefixed_name=prefixed_name(server.slug, entry.name), level=entry.level,
+                definition=entry.definition, definition_hash=entry.hash, server_definition=entry.definition,
+                server_hash=entry.hash, prefixed_name=prefixed_name(server.slug, entry.name), level=entry.level,
             ))
             continue
-        wanted = {
-            "position": position, "prefixed_name": prefixed_name(server.slug, entry.name), "level": entry.level,
-            "definition_hash": entry.hash,
-        }
+        wanted = {"position": position, "prefixed_name": prefixed_name(server.slug, entry.name), "server_hash": entry.hash}
         changes = [field for field, value in wanted.items() if getattr(stored, field) != value]
-        recertify = stored.certification_basis != basis_of(entry.hash)
+        effective, _notes = effective_for(entry.definition, overlay=stored.overlay, server=server, scenarios=scenarios, language=language)
+        effective_hash = hash_of(effective)
+        recertify = stored.definition_hash != effective_hash or stored.certification_basis != basis_of(effective_hash)
         if not changes and not recertify:
             continue  # untouched: its row, verdict and findings stay as they are
-        tool = Tool(id=stored.pk, server_id=server.pk, name=entry.name, definition=entry.definition, changed_in_id=version.pk, **wanted)
-        if "definition_hash" in changes:
-            changes += ["definition", "changed_in"]
-        if recertify:
+        tool = Tool(
+            id=stored.pk, server_id=server.pk, name=entry.name, definition=entry.definition, server_definition=entry.definition,
+            overlay=stored.overlay, changed_in_id=version.pk, definition_hash=stored.definition_hash, **wanted,
+        )
+        if "server_hash" in changes:
+            changes += ["server_definition", "changed_in"]
+        if recertify or "server_hash" in changes:
             recertified.append(tool)
             changes += VERDICT_FIELDS
         updates[tuple(changes)].append(tool)

@@ -20,6 +20,7 @@ from tenants.pages import list_page
 from tools import mcp, selectors, services
 from tools.api.serializers import ToolCallFilterSerializer, ToolFilterSerializer
 from tools.console import arguments_skeleton
+from tools.contract_views import urlpatterns as contract_urlpatterns
 from tools.forms import ConsoleForm, SampleArgumentsForm, ServerForm
 from tools.gateway import CallContext, call_tool, flush_records
 from tools.models import ToolCall
@@ -97,7 +98,11 @@ def catalog_page(request):
     # A bad filter (unknown value, NUL bytes) filters nothing rather than failing the page.
     tools = selectors.tools(**filters.validated_data) if filters.is_valid() else selectors.tools()
     page = list_page(request, tools)
-    return render(request, "tools/catalog.html", {"nav": "catalog", "page": page, "tools": page, "servers": selectors.servers()})
+    shared = selectors.with_shared_findings(page)  # warnings most of a server's tools share: once (issue 8)
+    shared_by_server = [(server, shared[server.pk]) for server in selectors.servers() if server.pk in shared]
+    return render(request, "tools/catalog.html", {
+        "nav": "catalog", "page": page, "tools": page, "servers": selectors.servers(), "shared_findings": shared_by_server,
+    })
 
 
 @tenant_page
@@ -214,4 +219,5 @@ urlpatterns = [
     path("calls/", calls_page, name="calls"),
     path("calls/<uuid:pk>/", call_page, name="call"),
     path("violations/", violations_page, name="violations"),
+    *contract_urlpatterns,
 ]

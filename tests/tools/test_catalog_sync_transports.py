@@ -223,10 +223,11 @@ def everything_stdio(world):
 
 @requires_everything
 @pytest.mark.parametrize("transport", ["stdio", "sse", "streamable_http"])
-def test_it_syncs_server_everything_as_a_legacy_peer_and_blocks_its_tools(alpha, transport):
-    """M3, M4, M5, C6: the real third-party server (TypeScript SDK 1.x) over each transport is
-    detected as legacy (a visible finding on the version), its 13 tools are stored in its order,
-    and each is blocked for want of the `com.asixto/` _meta (C6)."""
+def test_it_syncs_server_everything_in_compatible_mode_with_its_safe_tools_available(alpha, transport):
+    """M3, M4, M5, C3, C4, C6, G4: the real third-party server (TypeScript SDK 1.x) over each
+    transport is detected as legacy (a visible finding on the version), its 13 tools are stored
+    in its order, it starts in compatible mode, and every tool but the one that requires MCP
+    tasks is available right after the first sync (issue 8)."""
     if transport == "stdio":
         server = everything_stdio(alpha)
         version = _sync_and_check(alpha, server)
@@ -250,8 +251,19 @@ def _sync_and_check(world, server):
     assert "2025-11-25" in version.server_findings[0]["texts"]["en"]["message"]
     assert [tool.name for tool in tools] == EVERYTHING_TOOLS
     assert tools[0].prefixed_name == "everything__echo"
+    # Compatible mode (no `com.asixto/` _meta anywhere): what the gateway enforces itself only warns,
+    # so every safe tool is available right after the first sync; the task-only tool is blocked (G4).
+    assert server.contract_mode == "compatible"
     for tool in tools:
-        c6 = [finding for finding in tool.findings.all() if finding.rule == "C6"]
-        assert {finding.severity for finding in c6} == {"blocking"}, tool.name
-        assert tool.certification == "blocked" and not tool.is_available_to_agents, tool.name
+        findings = list(tool.findings.all())
+        if tool.name == "simulate-research-query":
+            assert [f.rule for f in findings if f.severity == "blocking"] == ["G4"]
+            assert tool.certification == "blocked" and not tool.is_available_to_agents
+            continue
+        assert [f.rule for f in findings if f.severity == "blocking"] == [], tool.name
+        assert {f.severity for f in findings if f.rule == "C6"} == {"warning"}, tool.name
+        assert tool.certification == "certified" and tool.is_available_to_agents, tool.name
+        assert tool.definition["inputSchema"]["additionalProperties"] is False  # closed by the gateway
+        assert "additionalProperties" not in tool.server_definition["inputSchema"]  # the server's, untouched
+        assert tool.definition["_meta"]["com.asixto/suggested"] == ["verb", "capabilities"]
     return version

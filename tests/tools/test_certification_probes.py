@@ -147,7 +147,8 @@ def test_it_keeps_a_passing_probe_verdict_through_a_resync(alpha, synced):
         assert body["certification"] == "certified" and not [f for f in body["findings"] if f["source"] == "probe"]
         tool, sources = resync(alpha, ids["consultar_caso"])
     assert tool.certification == "certified" and tool.probed_hash == tool.definition_hash
-    assert len(catalog.calls) == 2  # the probe's two calls (idempotentHint), none from the sync
+    # One probe call: C9 applies only where readOnlyHint is false (issue 8); none from the sync.
+    assert len(catalog.calls) == 1
 
 
 def test_it_blocks_an_idempotent_tool_that_answers_differently_to_the_same_key(alpha, synced):

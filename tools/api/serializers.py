@@ -24,19 +24,30 @@ class AuthHeadersField(serializers.DictField):
 class ServerSerializer(StrictModelSerializer):
     auth_headers = AuthHeadersField(write_only=True, required=False)
     auth_header_names = serializers.SerializerMethodField()
+    shared_findings = serializers.SerializerMethodField(
+        help_text="Warnings most of the server's tools share, shown once here instead of on every tool."
+    )
     args = serializers.ListField(child=serializers.CharField(max_length=500), max_length=50, required=False)
 
     class Meta:
         model = McpServer
         fields = [
             "id", "slug", "name", "transport", "url", "command", "args", "auth_headers", "auth_header_names",
-            "timeout_seconds", "enabled", "protocol_version", "is_legacy", "sync_status", "sync_error",
-            "synced_at", "created_at",
+            "timeout_seconds", "enabled", "contract_mode", "protocol_version", "is_legacy", "sync_status", "sync_error",
+            "synced_at", "created_at", "shared_findings",
         ]
         read_only_fields = ["protocol_version", "is_legacy", "sync_status", "sync_error", "synced_at", "created_at"]
 
     def get_auth_header_names(self, server) -> list[str]:
         return sorted(server.headers)
+
+    def get_shared_findings(self, server) -> list[dict]:
+        from tools.selectors import shared_warnings
+
+        return [
+            {name: entry[name] for name in ("rule", "message", "hint", "count", "total")} | {"severity": "warning"}
+            for entry in shared_warnings(server_ids=[server.pk]).get(server.pk, [])
+        ]
 
 
 class ServerUpdateSerializer(ServerSerializer):
@@ -69,7 +80,22 @@ class ToolDetailSerializer(ToolSerializer):
     findings = FindingSerializer(many=True, read_only=True)
 
     class Meta(ToolSerializer.Meta):
-        fields = ToolSerializer.Meta.fields + ["definition", "sample_arguments", "findings"]
+        # `definition` is the effective one (what the model and the gateway read);
+        # `server_definition` is exactly what the server sent; `overlay` is the admin's.
+        fields = ToolSerializer.Meta.fields + ["definition", "server_definition", "overlay", "sample_arguments", "findings"]
+
+
+class OverlaySerializer(StrictSerializer):
+    """The admin's overlay of one tool (issue 8); a field set to null or "" is cleared."""
+
+    verb = serializers.CharField(max_length=200, required=False, allow_blank=True, allow_null=True)
+    capabilities = serializers.ListField(child=serializers.CharField(max_length=200), max_length=50, required=False, allow_null=True)
+    description = serializers.CharField(max_length=5000, required=False, allow_blank=True, allow_null=True)
+    level = serializers.ChoiceField(choices=[*Tool.Level.values, ""], required=False, allow_null=True)
+
+
+class AcceptSuggestionsSerializer(StrictSerializer):
+    tools = serializers.ListField(child=serializers.UUIDField(), max_length=1000, required=False)
 
 
 class ToolUpdateSerializer(StrictSerializer):
@@ -87,7 +113,7 @@ class CatalogVersionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = CatalogVersion
-        fields = ["id", "server", "number", "created_at", "tool_count", "diff", "server_findings"]
+        fields = ["id", "server", "number", "created_at", "tool_count", "diff", "server_findings", "contract_mode", "overlays"]
 
 
 class InvokeSerializer(StrictSerializer):

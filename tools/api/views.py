@@ -8,7 +8,7 @@ from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from tools import selectors, services
+from tools import overlays, selectors, services
 from tools.api import serializers as s
 from tools.gateway import CallContext, call_tool, flush_records
 from tools.models import ToolCall
@@ -136,3 +136,29 @@ class ToolCallDetailView(generics.RetrieveAPIView):
 
     def get_queryset(self):
         return selectors.tool_calls()
+
+
+class ToolOverlayView(APIView):
+    """The admin's contract overlay of one tool (issue 8): verb, capabilities, model-facing
+    description, level. Never sent to the server; the tool is certified again on its effective
+    definition."""
+
+    @extend_schema(request=s.OverlaySerializer, responses=s.ToolDetailSerializer)
+    def patch(self, request, pk):
+        tool = get_object_or_404(selectors.tools(), pk=pk)
+        data = s.OverlaySerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        overlays.tool_set_overlay(tool=tool, changes=dict(data.validated_data), who=str(request.user))
+        return Response(s.ToolDetailSerializer(get_object_or_404(selectors.tools(), pk=pk)).data)
+
+
+class ServerAcceptSuggestionsView(APIView):
+    """Accept the suggested verb and capabilities of every tool of a server (or of `tools`)."""
+
+    @extend_schema(request=s.AcceptSuggestionsSerializer, responses=s.ToolSerializer(many=True))
+    def post(self, request, pk):
+        server = get_object_or_404(selectors.servers(), pk=pk)
+        data = s.AcceptSuggestionsSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        overlays.server_accept_suggestions(server=server, who=str(request.user), tool_ids=data.validated_data.get("tools"))
+        return Response(s.ToolSerializer(selectors.tools(server_slug=server.slug), many=True).data)

@@ -27,7 +27,7 @@ from tenants.selectors import current_tenant
 from tools import mcp
 from tools.catalog_cache import cached
 from tools.gateway import http, records
-from tools.gateway.results import Classified, UnusableSchema, all_errors, classify, compiled
+from tools.gateway.results import Classified, UnusableSchema, all_errors, classify, compiled, result_text
 from tools.gateway.sanitize import for_model, model_text
 from tools.mcp.errors import redact, redact_params, render_error, safe_url, secrets_of
 from tools.mcp.failures import FINAL_CODES
@@ -265,7 +265,8 @@ def _judge(tool, shown_name, result, outcome, context, tenant) -> CallOutcome:
         # Nothing can be checked against it (a remote or looping $ref, a pattern RE2 cannot run).
         verdict = Classified("invalid_output", [{"kind": "output_schema", "detail": f"outputSchema: {exc.message}"[:500]}])
     else:
-        verdict = classify(result, output_validator=validator)
+        compatible = tool.server.contract_mode == McpServer.ContractMode.COMPATIBLE
+        verdict = classify(result, output_validator=validator, compatible=compatible)
     outcome.outcome = verdict.outcome
     # Violation details quote what the server sent (a value that broke the schema): cleaned too.
     outcome.violations = [{**v, "detail": clean_text(v["detail"], secrets=secrets).value} for v in verdict.violations]
@@ -278,13 +279,23 @@ def _judge(tool, shown_name, result, outcome, context, tenant) -> CallOutcome:
     elif verdict.outcome == ToolCall.Outcome.BUSINESS_ERROR:
         # Not a transport failure: the model gets the type and the message for the customer (G6),
         # through the same sanitiser as any result (G7, G8).
+        # A plain `isError` text of a compatible server has no type (issue 8).
         outcome.error_type = verdict.error_type
-        message = for_model(f"{verdict.error_type}: {verdict.user_message}", **sanitise)
+        said = f"{verdict.error_type}: {verdict.user_message}" if verdict.error_type else verdict.user_message
+        message = for_model(said, **sanitise)
         outcome.model_text, outcome.truncated = message.text, message.truncated
         leaks += message.leaks
+        # The record keeps the server's own words too, cleaned like what the model read (issue 8).
+        outcome.error = _server_said(said, secrets)
+        if not verdict.error_type:
+            outcome.error = f"The server's error, not in the contract's error shape: {outcome.error}"
     else:
-        # The bad data stays out of the model's context (G5).
+        # The bad data stays out of the model's context (G5); the record keeps what the server
+        # wrote, cleaned and cut, so the admin sees why (issue 8).
         outcome.error = "; ".join(v["detail"] for v in outcome.violations)
+        text = result_text(result).strip()
+        if text:
+            outcome.error += f"; the server said: {_server_said(text, secrets)}"
         outcome.model_text = _(
             "The tool %(name)s answered with data that breaks its contract. Do not use it; tell the customer it cannot be done right now."
         ) % {"name": shown_name}
@@ -293,6 +304,15 @@ def _judge(tool, shown_name, result, outcome, context, tenant) -> CallOutcome:
     outcome.violations += [{"kind": kind, "detail": detail} for kind, detail in found]
     outcome.result_chars = seen.original_chars
     return outcome
+
+
+SERVER_TEXT_CHARS = 1000  # of a server's own text kept in a record
+
+
+def _server_said(text: str, secrets) -> str:
+    """A server's text for the record: through the one sanitiser (secrets, tokens, traces and
+    internal ids removed), cut to SERVER_TEXT_CHARS."""
+    return for_model(text, channel="chat", budget=SERVER_TEXT_CHARS, language="en", secrets=secrets).text
 
 
 def _record(tool, shown_name, arguments, context, outcome, started_at):

@@ -38,7 +38,18 @@ class Classified:
     user_message: str = ""
 
 
-def classify(result: dict, *, output_validator) -> Classified:
+def result_text(result) -> str:
+    """The text blocks of a result, joined: what the server wrote, before any sanitising."""
+    content = result.get("content") if isinstance(result, dict) else None
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(block["text"] for block in content if isinstance(block, dict) and isinstance(block.get("text"), str))
+
+
+def classify(result: dict, *, output_validator, compatible: bool = False) -> Classified:
+    """`compatible`: the server's contract mode (issue 8). A plain `isError: true` with text is
+    then a business error whose text reaches the model, marked as not in the G6 shape; in
+    strict mode it is invalid output."""
     if not isinstance(result, dict):
         return Classified("invalid_output", [{"kind": "not_an_object", "detail": "the result is not a JSON object"}])
     result_type = result.get("resultType", "complete")
@@ -47,6 +58,11 @@ def classify(result: dict, *, output_validator) -> Classified:
         return Classified("unsupported_result", [{"kind": "result_type", "detail": f"resultType {str(result_type)[:50]!r}"}])
     if result.get("isError") is True:
         problem = error_shape_problem(result)
+        if problem and compatible and result_text(result).strip():
+            return Classified(
+                "business_error", [{"kind": "error_shape", "detail": f"not in the contract's error shape (G6): {problem}"}],
+                user_message=result_text(result).strip(),
+            )
         if problem:
             return Classified("invalid_output", [{"kind": "error_shape", "detail": problem}])
         error = result["structuredContent"]["error"]
@@ -64,4 +80,4 @@ def classify(result: dict, *, output_validator) -> Classified:
     return Classified("ok")
 
 
-__all__ = ["ERROR_TYPES", "Classified", "UnusableSchema", "all_errors", "classify", "compiled", "first_error"]
+__all__ = ["ERROR_TYPES", "Classified", "UnusableSchema", "all_errors", "classify", "compiled", "first_error", "result_text"]

@@ -95,19 +95,37 @@ async def run_operation(
 ) -> T:
     """Connect, negotiate, run `operation`, disconnect; raise only `McpError` for server trouble."""
     exchange = Exchange(target)
+    answered, result = False, None
     try:
         with secrets_in_scope(exchange.secrets), anyio.fail_after(target.total_timeout):
             async with open_session(target, exchange, probe=probe) as session:
-                return await operation(session, exchange)
+                result = await operation(session, exchange)
+                answered = True
+            return result
     except McpError:
         raise
     except Exception as exc:
+        if answered and _only_closing_noise(exc):
+            return result
         raise translate(exc, exchange) from exc
     except BaseExceptionGroup as group:
         errors, others = group.split(Exception)
         if others is not None or errors is None:
             raise  # a cancellation or interpreter exit is the caller's business, not the server's
+        if answered and _only_closing_noise(errors):
+            return result
         raise translate(errors, exchange) from group
+
+
+# What the SDK's stream readers raise when a message (a server's notification after the
+# handshake, say) arrives while the session is already closing: the answer was complete.
+_CLOSING_ERRORS = (anyio.BrokenResourceError, anyio.ClosedResourceError)
+
+
+def _only_closing_noise(exc: BaseException) -> bool:
+    """Whether everything that went wrong happened as the session closed after its answer (SSE:
+    server-everything's post-handshake notification met the closing reader, issue 8)."""
+    return all(isinstance(leaf, _CLOSING_ERRORS) for leaf in _leaves(exc))
 
 
 @asynccontextmanager
@@ -275,6 +293,11 @@ def _translate_common(leaves: list[BaseException], exchange: Exchange) -> McpErr
         reason = shorten(redact(str(problem.get("msg", "invalid")), exchange.secrets), 200)
         return McpError("protocol", "invalid_result", exchange.params(place=place, reason=reason))
     detail = shorten(redact(str(leaf), exchange.secrets), 200)
+    if not detail and isinstance(leaf, _CLOSING_ERRORS):
+        # Their message is empty; say what it means rather than nothing (issue 8).
+        detail = "the connection's message stream was closed while the server was still sending"
+    elif not detail:
+        detail = "no detail given"
     return McpError("protocol", "failed", exchange.params(error_type=type(leaf).__name__, detail=detail))
 
 

@@ -11,10 +11,9 @@ from django.utils.translation import gettext_lazy as _
 from .findings import Finding, blocking, warning
 from .verbs import (
     DESTRUCTIVE_VERBS,
-    WRITE_VERBS,
-    action_verbs,
     name_words,
     phrase_words,
+    write_verbs,
 )
 
 READ = "read"
@@ -46,9 +45,9 @@ def write_evidence(name, verb_phrase) -> list[str]:
     """Write verbs that lead the tool's name or its `com.asixto/verb` phrase."""
     found: list[str] = []
     if isinstance(name, str):
-        found += [w for w in action_verbs(name_words(name)) if w in WRITE_VERBS]
+        found += write_verbs(name_words(name))
     if isinstance(verb_phrase, str):
-        found += [w for w in action_verbs(phrase_words(verb_phrase)) if w in WRITE_VERBS]
+        found += write_verbs(phrase_words(verb_phrase))
     return list(dict.fromkeys(found))
 
 
@@ -57,7 +56,10 @@ def check_annotations(annotations, *, name=None, verb_phrase=None) -> list[Findi
     findings: list[Finding] = []
     # An undeclared hint warns rather than blocks: tool_level() reads it the
     # cautious way, so nothing is exposed that should not be.
-    missing = [h for h in HINTS if not isinstance(hints.get(h), bool)]
+    # MCP gives destructiveHint and idempotentHint a meaning only when readOnlyHint is false: a
+    # clock that only reads is never "not idempotent" (issue 8).
+    meaningful = ("readOnlyHint",) if hints.get("readOnlyHint") is True else HINTS
+    missing = [h for h in meaningful if not isinstance(hints.get(h), bool)]
     if missing:
         findings.append(
             warning(

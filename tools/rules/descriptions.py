@@ -14,6 +14,7 @@ from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from .findings import Finding, blocking, warning
+from .leaks import TOKEN, find_leaks
 
 _I = re.IGNORECASE
 
@@ -169,6 +170,17 @@ def check_description(description) -> list[Finding]:
     findings: list[Finding] = _check_length(description)
     # Past the blocking length the rest changes nothing; the heuristics read a bounded text.
     description = description[:MAX_LENGTH]
+    tokens = sorted({leak.label for leak in find_leaks(description) if leak.kind == TOKEN})
+    if tokens:
+        # A credential in the description reaches every model that is offered the tool; the
+        # gateway cannot take it back, so it blocks in every contract mode (issue 8).
+        findings.append(
+            blocking(
+                "C2",
+                format_lazy(_("The description holds what looks like a credential ({kinds})."), kinds=", ".join(tokens)),
+                _("Remove it from the description and rotate it: it has been shown to anyone who listed the tools."),
+            )
+        )
     if _OVERRIDE.search(description):
         findings.append(
             blocking(

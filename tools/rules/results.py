@@ -54,7 +54,8 @@ def error_shape_problem(result: dict) -> str | None:
 
 
 def check_probe_result(
-    result: dict, *, output_schema: dict | None, budget: int = DEFAULT_BUDGET, secrets: tuple[str, ...] = ()
+    result: dict, *, output_schema: dict | None, budget: int = DEFAULT_BUDGET, secrets: tuple[str, ...] = (),
+    compatible: bool = False,
 ) -> list[Finding]:
     """C8 findings for one live answer. `secrets` are the server's configured credentials
     (leaks.configured_secrets): an answer that echoes one is a token leak, and no finding quotes it."""
@@ -82,7 +83,13 @@ def check_probe_result(
         )
     if result.get("isError") is True:
         problem = error_shape_problem(result)
-        if problem:
+        if problem and compatible:
+            # Compatible mode (issue 8): the gateway passes the server's (sanitised) text on.
+            findings.append(warning(
+                "C8", format_lazy(_("The business error is not in the expected shape: {problem}."), problem=problem),
+                _('Return isError: true with structuredContent {"error": {"error_type": …, "user_message": …}}.'),
+            ))
+        elif problem:
             findings.append(
                 blocking(
                     "C8",
@@ -90,7 +97,7 @@ def check_probe_result(
                     _('Return isError: true with structuredContent {"error": {"error_type": …, "user_message": …}}.'),
                 )
             )
-    else:
+    elif not (compatible and output_schema is None):  # compatible, no outputSchema: text results
         findings.extend(_check_structured(result.get("structuredContent"), output_schema, secrets))
     size = result_size(result)
     if size > budget:

@@ -70,9 +70,15 @@ def check_input_schema(schema) -> list[Finding]:
     return findings
 
 
-def check_output_schema(schema) -> list[Finding]:
+def check_output_schema(schema, *, compatible: bool = False) -> list[Finding]:
     if schema is None:
-        # Without it the gateway cannot check structuredContent (G5).
+        # Without it the gateway cannot check structuredContent (G5). In compatible mode the
+        # results are read as text, sanitised and cut like any other (G7), so it only warns.
+        if compatible:
+            return [warning(
+                "C4", _("The tool has no outputSchema; its results are read as text, sanitised and cut."),
+                _("Declare an outputSchema of type object describing structuredContent."),
+            )]
         return [
             blocking(
                 "C4",

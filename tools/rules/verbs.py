@@ -29,7 +29,7 @@ WRITE_VERBS = frozenset(
     enroll subscribe unsubscribe mark escalate archive publish notify request
     issue dispatch ship link unlink reset configure start stop finish
     complete process execute run authorize release import purge revoke grant
-    invite rename merge apply purchase buy sell void drop wipe terminate
+    invite rename merge apply purchase buy sell void drop wipe terminate toggle
     """.split()
 )
 
@@ -53,11 +53,24 @@ READ_VERBS = frozenset(
     get list search find fetch read show view lookup look check verify validate
     query count describe calculate quote compare recommend suggest track locate
     estimate preview retrieve browse explore inspect download summarize explain
-    identify detect analyze analyse
+    identify detect analyze analyse echo
     """.split()
 )
 
 KNOWN_VERBS = WRITE_VERBS | READ_VERBS
+
+# English verbs that write only with some objects: "open_ticket" opens a case somewhere,
+# "open_nodes" (server-memory) only reads them. The Spanish "abrir" always counts as a write
+# ("abrir_caso_soporte"); these need the next word to be a record that opening creates.
+AMBIGUOUS_WRITE_VERBS = {
+    "open": frozenset(
+        """
+        ticket tickets case cases account accounts issue issues incident incidents request requests
+        claim claims order orders dispute disputes complaint complaints pr pull session sessions
+        position positions
+        """.split()
+    ),
+}
 
 # Conjunctions that introduce a second action: "buscar_y_reservar_cita".
 _CONJUNCTIONS = frozenset({"y", "o", "e", "and", "or", "then", "luego"})
@@ -89,6 +102,22 @@ def phrase_words(phrase: str) -> list[str]:
 def is_verb(word: str) -> bool:
     word = fold(word)
     return word in KNOWN_VERBS or bool(_SPANISH_INFINITIVE.match(word))
+
+
+def write_verbs(words: list[str]) -> list[str]:
+    """The action verbs of `words` (see action_verbs) that change state: an ambiguous one
+    (AMBIGUOUS_WRITE_VERBS) only when the word after it is a record it would create."""
+    found = []
+    for index, word in enumerate(words):
+        if index != 0 and words[index - 1] not in _CONJUNCTIONS:
+            continue
+        if word in AMBIGUOUS_WRITE_VERBS:
+            following = words[index + 1] if index + 1 < len(words) else ""
+            if following in AMBIGUOUS_WRITE_VERBS[word]:
+                found.append(word)
+        elif word in WRITE_VERBS:
+            found.append(word)
+    return found
 
 
 def action_verbs(words: list[str]) -> list[str]:

@@ -1,0 +1,103 @@
+"""The dashboard's contract page of one server (A2, issue 8): its contract mode, the warnings
+most of its tools share (once), and a compact table editor of the admin's overlays, one form
+for many tools (verb, capabilities, model-facing description beside the server's, level), with
+"accept all suggestions". Writes go through tools.overlays."""
+
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import path
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from asixto.errors import ApplicationError
+from tenants.access import admin_page, tenant_page
+from tools import overlays, selectors
+from tools.models import McpServer, Tool
+from tools.rules.meta import CAPABILITIES_KEY, VERB_KEY
+from tools.rules.overlay import SUGGESTED_KEY
+
+MAX_ROWS = 500  # the most tools one server may list is bounded by ASIXTO_MAX_TOOLS_PER_SERVER too
+
+
+def _rows(server):
+    tools = list(selectors.tools(server_slug=server.slug)[:MAX_ROWS])
+    shared = selectors.with_shared_findings(tools).get(server.pk, [])
+    rows = []
+    for tool in tools:
+        meta = tool.definition.get("_meta") if isinstance(tool.definition.get("_meta"), dict) else {}
+        rows.append({
+            "tool": tool, "overlay": tool.overlay or {},
+            "verb": meta.get(VERB_KEY) or "", "capabilities": ", ".join(meta.get(CAPABILITIES_KEY) or []),
+            "suggested": meta.get(SUGGESTED_KEY) or [],
+            "server_description": (tool.server_definition or tool.definition).get("description") or "",
+            "description": (tool.overlay or {}).get("description") or "",
+        })
+    return rows, shared
+
+
+def _changes(post, rows) -> dict:
+    """Per tool, the overlay fields the form changed (an untouched row changes nothing)."""
+    changes = {}
+    for row in rows:
+        tool, overlay, key = row["tool"], row["overlay"], str(row["tool"].pk)
+        wanted = {
+            "verb": post.get(f"verb-{key}", row["verb"]).strip(),
+            "capabilities": [c.strip() for c in post.get(f"capabilities-{key}", row["capabilities"]).split(",") if c.strip()],
+            "description": post.get(f"description-{key}", row["description"]).strip(),
+            "level": post.get(f"level-{key}", overlay.get("level", "")),
+        }
+        shown = {"verb": row["verb"], "capabilities": [c.strip() for c in row["capabilities"].split(",") if c.strip()],
+                 "description": row["description"], "level": overlay.get("level", "")}
+        changed = {field: value for field, value in wanted.items() if value != shown[field]}
+        # What was shown as a suggestion and left as it is stays a suggestion, unless the row's
+        # "accept" box is ticked: then it becomes the admin's own.
+        if post.get(f"accept-{key}"):
+            for field in row["suggested"]:
+                changed.setdefault(field, wanted[field])
+        if changed:
+            changes[tool.pk] = changed
+    return changes
+
+
+@tenant_page
+def server_contract(request, pk):
+    server = get_object_or_404(selectors.servers(), pk=pk)
+    rows, shared = _rows(server)
+    errors = {}
+    if request.method == "POST":
+        if not request.user.is_tenant_admin:
+            from django.core.exceptions import PermissionDenied
+
+            raise PermissionDenied
+        mode = request.POST.get("contract_mode", server.contract_mode)
+        try:
+            if mode and mode != server.contract_mode:
+                overlays.server_set_contract_mode(server=server, mode=mode)
+            changes = _changes(request.POST, rows)
+            if changes:
+                overlays.tools_set_overlays(server=server, changes_by_tool=changes, who=str(request.user))
+        except ApplicationError as exc:
+            errors = exc.fields or {"": [exc.message]}
+            messages.error(request, exc.message)
+        else:
+            messages.success(request, _("Contract overlays saved; the tools were certified again."))
+            return redirect("dashboard:server_contract", pk=server.pk)
+    return render(request, "tools/server_contract.html", {
+        "nav": "servers", "server": server, "rows": rows, "shared": shared, "errors": errors,
+        "modes": McpServer.ContractMode.choices, "levels": Tool.Level.choices,
+    })
+
+
+@admin_page
+@require_POST
+def server_accept_suggestions(request, pk):
+    server = get_object_or_404(selectors.servers(), pk=pk)
+    accepted = overlays.server_accept_suggestions(server=server, who=str(request.user))
+    messages.success(request, _("Suggestions accepted for %(count)s tools.") % {"count": len(accepted)})
+    return redirect("dashboard:server_contract", pk=server.pk)
+
+
+urlpatterns = [
+    path("servers/<uuid:pk>/contract/", server_contract, name="server_contract"),
+    path("servers/<uuid:pk>/contract/accept/", server_accept_suggestions, name="server_accept_suggestions"),
+]
