@@ -176,6 +176,19 @@ AXES_VERBOSE = False
 # How many reverse proxies (load balancers) sit in front of the web servers: the client's
 # address is then taken from X-Forwarded-For. 0 (default): the peer address is the client.
 ASIXTO_TRUSTED_PROXIES = envint("ASIXTO_TRUSTED_PROXIES", 0)
+# E-mail (invitations and password links, T4): printed on the console unless an SMTP server
+# is configured (EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend and EMAIL_HOST…).
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = envint("EMAIL_PORT", 25)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = envbool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", 10)  # seconds: a slow mail server must not hang a request
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "Asixto <no-reply@localhost>")
+# How long an invitation or password link works.
+PASSWORD_RESET_TIMEOUT = envint("ASIXTO_PASSWORD_LINK_SECONDS", 3 * 24 * 3600)
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = envbool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE

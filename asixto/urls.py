@@ -2,6 +2,7 @@
 
 from django.urls import include, path
 
+from accounts import views as people_pages
 from tenants import views as tenant_pages
 from tools import views as tool_pages
 
@@ -12,5 +13,5 @@ handler500 = "asixto.views.server_error"
 urlpatterns = [
     path("api/v1/", include("asixto.urls_api")),
     path("i18n/", include("django.conf.urls.i18n")),
-    path("", include((tenant_pages.urlpatterns + tool_pages.urlpatterns, "dashboard"))),
+    path("", include((tenant_pages.urlpatterns + people_pages.urlpatterns + tool_pages.urlpatterns, "dashboard"))),
 ]
