@@ -190,8 +190,17 @@ def calls_page(request):
 @tenant_page
 def call_page(request, pk):
     call = get_object_or_404(selectors.tool_calls(), pk=pk)
-    arguments = json.dumps(call.arguments, ensure_ascii=False, indent=2)
-    return render(request, "tools/call.html", {"nav": "calls", "call": call, "arguments": arguments})
+    times = call.attempt_ms or []
+    attempts = [
+        {"number": number, "request_id": request_id, "ms": times[number - 1] if number <= len(times) else None}
+        for number, request_id in enumerate(call.request_ids or [], start=1)
+    ]
+    return render(request, "tools/call.html", {
+        "nav": "calls", "call": call, "attempts": attempts,
+        "arguments": json.dumps(call.arguments, ensure_ascii=False, indent=2),
+        "result": json.dumps(call.result, ensure_ascii=False, indent=2) if call.result is not None else "",
+        "outcome_help": console_help.OUTCOME_HELP.get(call.outcome, ""),
+    })
 
 
 @admin_page
