@@ -197,6 +197,8 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 LANGUAGE_CODE = "es"
 LANGUAGES = [("es", "Español"), ("en", "English")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+# One date format on every page, per language (asixto/formats/<language>/formats.py).
+FORMAT_MODULE_PATH = ["asixto.formats"]
 USE_I18N = True
 TIME_ZONE = "UTC"
 USE_TZ = True

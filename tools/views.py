@@ -29,8 +29,13 @@ from tools.server_quota import server_register
 TOOL_FILTER_CHOICES = 200
 
 
+# Service field names that the server form shows under another name.
+FORM_FIELD = {"args": "args_text", "auth_headers": "headers_text"}
+
+
 def _apply_service_errors(form, exc: ApplicationError):
     for field, errors in exc.fields.items():
+        field = FORM_FIELD.get(field, field)
         target = field if field in form.fields else None
         for error in errors:
             form.add_error(target, error)
