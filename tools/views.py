@@ -109,8 +109,8 @@ def catalog_page(request):
 def _console_call(request, tool, console) -> dict:
     """The console's POST: refuse what cannot be sent, ask before a real write, else call."""
     schema = tool.definition.get("inputSchema") or {}
-    if console_help.unavailable_reason(tool) or not console.is_valid():
-        return {}
+    if console_help.unavailable_reason(tool) or not console.is_valid() or request.POST.get("cancel"):
+        return {}  # a cancelled confirmation shows the form again with the same arguments
     arguments = console.cleaned_data["arguments"]
     unfilled = console_help.unfilled_fields(arguments, schema)
     if unfilled:

@@ -112,3 +112,13 @@ def test_it_lets_support_staff_read_the_tool_but_not_call_it(alpha, soporte, des
     assert 'id="console-form"' not in sam.get(f"/tools/{soporte.pk}/").content.decode()
     response = sam.post(f"/tools/{soporte.pk}/", {"arguments": json.dumps(CASE), "channel": "chat", "confirmed": "yes"})
     assert response.status_code == 403 and desk.case_count == 0
+
+
+def test_cancelling_the_confirmation_calls_nothing_and_keeps_the_arguments(alpha, soporte, desk):
+    """G9: "Cancel" on the confirmation returns to the form with the same arguments."""
+    response = alpha.dashboard("ana").post(
+        f"/tools/{soporte.pk}/", {"arguments": json.dumps(CASE), "channel": "chat", "confirmed": "yes", "cancel": "yes"},
+    )
+    assert not response.context.get("confirm") and not response.context.get("outcome")
+    assert json.loads(response.context["console"]["arguments"].value()) == CASE
+    assert desk.case_count == 0 and _calls(alpha) == 0
