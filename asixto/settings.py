@@ -278,3 +278,9 @@ CELERY_BEAT_SCHEDULE = {
     "sync-all-servers": {"task": "tools.tasks.sync_all_servers", "schedule": envint("ASIXTO_SYNC_INTERVAL_SECONDS", 3600)},
     "requeue-stalled-turns": {"task": "runtime.tasks.requeue_stalled_turns", "schedule": 60},
 }
+# A server's listing is hostile input (M5): a sync reads at most this many tools (one more
+# tells it there are more, and it fails, keeping the last catalog) ...
+ASIXTO_MAX_TOOLS_PER_SERVER = envint("ASIXTO_MAX_TOOLS_PER_SERVER", 5000)
+# ... and a definition larger than this (canonical JSON, bytes) is kept as its name and size,
+# with a blocking finding.
+ASIXTO_MAX_TOOL_DEFINITION_BYTES = envint("ASIXTO_MAX_TOOL_DEFINITION_BYTES", 32 * 1024)

@@ -10,6 +10,7 @@ from django.utils import translation
 from django.utils.translation import gettext_lazy as _
 
 from tenants.crypto import EncryptedTextField
+from tools.texts import render_text
 
 # snake_case: single underscores between letters and digits. No `__` and no `_` at either end, so
 # the first `__` of a model-visible name `<slug>__<tool>` is always the separator and two
@@ -60,7 +61,10 @@ class McpServer(models.Model):
     server_info = models.JSONField(null=True, blank=True)
 
     sync_status = models.CharField(max_length=10, choices=SyncStatus.choices, default=SyncStatus.NEVER)
-    sync_error = models.TextField(blank=True)
+    # Why the last sync failed, as a code and its parameters (tools.texts), so each reader sees
+    # it in their own language (A3); empty when it did not fail.
+    sync_error_code = models.TextField(blank=True)
+    sync_error_params = models.JSONField(default=dict, blank=True)
     synced_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -78,6 +82,11 @@ class McpServer(models.Model):
     def headers(self) -> dict:
         return json.loads(self.auth_headers) if self.auth_headers else {}
 
+    @property
+    def sync_error(self) -> str:
+        """Why the last sync failed, in the active language ("" when it did not)."""
+        return render_text(self.sync_error_code, self.sync_error_params) if self.sync_error_code else ""
+
 
 class CatalogVersion(models.Model):
     """One sync of one server (M5): what changed against the previous version, and what the
@@ -89,7 +98,9 @@ class CatalogVersion(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     tool_count = models.PositiveIntegerField(default=0)
     diff = models.JSONField(default=dict)  # {"added": [...], "removed": [...], "changed": [{"name", "fields"}]}
-    server_findings = models.JSONField(default=list)
+    # [{"rule", "severity", "message_code", "message_params", "hint_code", "hint_params"}]; versions
+    # stored before codes hold {"rule", "severity", "texts": {language: {"message", "hint"}}}.
+    server_finding_codes = models.JSONField(default=list)
 
     class Meta:
         ordering = ["server", "-number"]
@@ -98,6 +109,34 @@ class CatalogVersion(models.Model):
     @property
     def has_changes(self):
         return any(self.diff.get(key) for key in ("added", "removed", "changed"))
+
+    @property
+    def server_findings(self) -> list[dict]:
+        """What the sync noticed about the server: rule, severity, message and hint in the active
+        language, and `texts` in every shipped language (what pages written before codes read)."""
+        shown = []
+        for entry in self.server_finding_codes:
+            texts = {}
+            for language, _name in settings.LANGUAGES:
+                with translation.override(language):
+                    texts[language] = {"message": _entry_text(entry, "message"), "hint": _entry_text(entry, "hint")}
+            shown.append({
+                "rule": entry.get("rule", ""), "severity": entry.get("severity", ""),
+                "message": _entry_text(entry, "message"), "hint": _entry_text(entry, "hint"), "texts": texts,
+            })
+        return shown
+
+
+def _entry_text(entry: dict, part: str) -> str:
+    """One part of a stored finding in the active language: from its code, or, for what was
+    stored before codes, from its text in the reader's language (else the default one)."""
+    code = entry.get(f"{part}_code")
+    if code:
+        return render_text(code, entry.get(f"{part}_params"))
+    texts = entry.get("texts") or {}
+    language = (translation.get_language() or settings.LANGUAGE_CODE)[:2]
+    chosen = texts.get(language) or texts.get(settings.LANGUAGE_CODE) or {}
+    return chosen.get(part, "")
 
 
 class Tool(models.Model):
@@ -124,6 +163,12 @@ class Tool(models.Model):
     certification = models.CharField(max_length=10, choices=Certification.choices, default=Certification.PENDING)
     certified_hash = models.CharField(max_length=64, blank=True)
     certified_at = models.DateTimeField(null=True, blank=True)
+    # What the verdict was computed from (definition, slug, scenarios, rules; see certification):
+    # a sync certifies a tool again only when this would change.
+    certification_basis = models.CharField(max_length=64, blank=True)
+    # The definition the last live probe (C8, C9) judged; its findings stand while it is current.
+    probed_hash = models.CharField(max_length=64, blank=True)
+    probed_at = models.DateTimeField(null=True, blank=True)
     enabled = models.BooleanField(_("enabled by the admin"), default=True)
     sample_arguments = models.JSONField(_("sample arguments for live probes"), null=True, blank=True)
     added_in = models.ForeignKey(CatalogVersion, null=True, on_delete=models.SET_NULL, related_name="+")
@@ -176,19 +221,27 @@ class Finding(models.Model):
     tool = models.ForeignKey(Tool, null=True, blank=True, on_delete=models.CASCADE, related_name="findings")
     rule = models.CharField(max_length=40)
     severity = models.CharField(max_length=10, choices=Severity.choices)
-    # {"es": {"message": ..., "hint": ...}, "en": {...}}: rendered in every shipped language when
-    # the finding is made, so each reader sees it in their own (A3).
-    texts = models.JSONField(default=dict)
+    # Message and hint as codes and parameters (tools.texts), rendered in the reader's language
+    # when read (A3).
+    message_code = models.TextField(blank=True)
+    message_params = models.JSONField(default=dict, blank=True)
+    hint_code = models.TextField(blank=True)
+    hint_params = models.JSONField(default=dict, blank=True)
+    # Findings stored before codes: {"es": {"message": ..., "hint": ...}, "en": {...}}.
+    texts = models.JSONField(default=dict, blank=True)
     source = models.CharField(max_length=12, choices=Source.choices, default=Source.DEFINITION)
+    # For probe findings: the definition the probe judged. They stand while it is the tool's.
+    definition_hash = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["severity", "rule"]
 
     def _text(self, part):
-        language = translation.get_language() or settings.LANGUAGE_CODE
-        texts = self.texts.get(language[:2]) or self.texts.get(settings.LANGUAGE_CODE) or {}
-        return texts.get(part, "")
+        return _entry_text({
+            f"{part}_code": getattr(self, f"{part}_code"), f"{part}_params": getattr(self, f"{part}_params"),
+            "texts": self.texts,
+        }, part)
 
     @property
     def message(self):
@@ -222,6 +275,7 @@ class ToolCall(models.Model):
     class Source(models.TextChoices):
         TURN = "turn", _("agent turn")
         CONSOLE = "console", _("test console")
+        PROBE = "probe", _("certification probe")
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     # No database constraint: records are written in batches after the call (gateway.records),

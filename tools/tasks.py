@@ -8,7 +8,7 @@ from django_tenants.utils import get_tenant_model, tenant_context
 from asixto.errors import ApplicationError
 from tools import mcp
 from tools.models import McpServer
-from tools.services import catalog_sync
+from tools.sync import catalog_sync
 
 log = logging.getLogger(__name__)
 

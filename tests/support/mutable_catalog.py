@@ -6,6 +6,8 @@
     catalog.reorder_on_each_list = True       # every tools/list returns another order (C7)
     catalog.results["consultar_cliente"] = [result_1, result_2]   # tools/call answers, in turn
     catalog.calls                             # [(name, arguments, _meta), ...] as received
+    catalog.page_size = 2                     # tools/list answers in pages (cursor: the offset)
+    catalog.pages_served                      # tools/list pages answered so far
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ class MutableCatalog:
         self.tools = copy.deepcopy(tools)
         self.reorder_on_each_list = False
         self.list_calls = 0
+        self.page_size: int | None = None
+        self.pages_served = 0
+        self._current: list[types.Tool] = []
         self.results: dict[str, list[dict[str, Any]]] = {}
         self.calls: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
 
@@ -37,7 +42,16 @@ class MutableCatalog:
 
     def app(self, host: str = "127.0.0.1"):
         async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-            return types.ListToolsResult(tools=self._listing())
+            self.pages_served += 1
+            start = int(params.cursor) if params is not None and params.cursor else 0
+            if start == 0:
+                self._current = self._listing()
+            if not self.page_size:
+                return types.ListToolsResult(tools=self._current)
+            end = start + self.page_size
+            return types.ListToolsResult(
+                tools=self._current[start:end], next_cursor=str(end) if end < len(self._current) else None
+            )
 
         async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
             self.calls.append((params.name, dict(params.arguments or {}), dict(ctx.meta or {})))

@@ -10,6 +10,7 @@ import json
 
 import pytest
 from django.db import IntegrityError, connection, transaction
+from django.db.migrations.loader import MigrationLoader
 
 from tests.support.mcp_servers import serve_asgi
 from tests.support.mutable_catalog import MutableCatalog
@@ -24,9 +25,9 @@ BAD_SLUGS = ["crm__pagos", "crm_", "_crm", "crm___x", "Crm", "1crm", "crm-x", "a
 GOOD_SLUGS = ["crm", "crm_pagos", "c", "a1_b2_c3", "a" * 20]
 
 
-def _tool(server, name, *, removed_in=None):
+def _tool(server, name, *, removed_in=None, model=Tool):
     definition = good(name)
-    return Tool.objects.create(
+    return model.objects.create(
         server=server, name=name, prefixed_name=f"{server.slug}__{name}", position=0, definition=definition,
         definition_hash=definition_hash(definition), level="read", certification="certified",
         certified_hash=definition_hash(definition), removed_in=removed_in,
@@ -133,14 +134,18 @@ def test_the_migration_repairs_colliding_names_already_stored(committed_world):
 
     schema = committed_world.tenant.schema_name
     migrate = dict(schema_name=schema, interactive=False, verbosity=0)
-    call_command("migrate_schemas", "tools", "0003_toolcall_no_db_constraint", **migrate)
+    before = ("tools", "0003_toolcall_no_db_constraint")
+    call_command("migrate_schemas", *before, **migrate)
+    # The rows are written as the schema was then (historical models): later migrations add columns.
+    old = MigrationLoader(connection).project_state(before).apps
+    OldServer, OldTool = old.get_model("tools", "McpServer"), old.get_model("tools", "Tool")
     try:
         with committed_world.schema():
-            crm = McpServer.objects.create(slug="crm", transport="streamable_http", url=URL)
-            legacy = McpServer.objects.create(slug="crm__pagos", transport="streamable_http", url=URL)
-            trailing = McpServer.objects.create(slug="crm_", transport="streamable_http", url=URL)
-            kept, moved = _tool(crm, "pagos__x"), _tool(legacy, "x")
-            _tool(trailing, "consultar_pago")
+            crm = OldServer.objects.create(slug="crm", transport="streamable_http", url=URL)
+            legacy = OldServer.objects.create(slug="crm__pagos", transport="streamable_http", url=URL)
+            trailing = OldServer.objects.create(slug="crm_", transport="streamable_http", url=URL)
+            kept, moved = _tool(crm, "pagos__x", model=OldTool), _tool(legacy, "x", model=OldTool)
+            _tool(trailing, "consultar_pago", model=OldTool)
     finally:
         call_command("migrate_schemas", "tools", **migrate)
     with committed_world.schema():

@@ -7,6 +7,7 @@ from inside one. Every call opens and closes its own connection (or child proces
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import anyio
@@ -31,9 +32,13 @@ def probe(target: ServerTarget) -> ProbeResult:
     return anyio.run(probe_async, target)
 
 
-def list_tools(target: ServerTarget) -> list[dict[str, Any]]:
-    """Every tool the server lists, in its order, each as the wire-form dict it sent (SPEC M5)."""
-    return anyio.run(list_tools_async, target)
+def list_tools(target: ServerTarget, *, limit: int | None = None) -> list[dict[str, Any]]:
+    """Every tool the server lists, in its order, each as the wire-form dict it sent (SPEC M5).
+
+    With `limit`, reading stops as soon as more than `limit` tools have come (no further pages
+    are asked for): the result then holds `limit + 1` tools, which tells the caller that the
+    server lists more than it accepts."""
+    return anyio.run(partial(list_tools_async, target, limit=limit))
 
 
 async def probe_async(target: ServerTarget) -> ProbeResult:
@@ -49,11 +54,11 @@ async def probe_async(target: ServerTarget) -> ProbeResult:
     return await run_operation(target, learn, probe=True)
 
 
-async def list_tools_async(target: ServerTarget) -> list[dict[str, Any]]:
-    return await run_operation(target, _list_all_pages)
+async def list_tools_async(target: ServerTarget, *, limit: int | None = None) -> list[dict[str, Any]]:
+    return await run_operation(target, partial(_list_all_pages, limit=limit))
 
 
-async def _list_all_pages(session: ClientSession, exchange: Exchange) -> list[dict[str, Any]]:
+async def _list_all_pages(session: ClientSession, exchange: Exchange, *, limit: int | None = None) -> list[dict[str, Any]]:
     tools: list[dict[str, Any]] = []
     cursor: str | None = None
     seen_cursors: set[str] = set()
@@ -66,6 +71,9 @@ async def _list_all_pages(session: ClientSession, exchange: Exchange) -> list[di
             # SPEC G4 in spirit: the only acceptable answer is a complete one.
             raise McpError("protocol", "result_type", exchange.params(result_type=repr(str(result_type)[:50])))
         tools.extend(result["tools"])
+        if limit is not None and len(tools) > limit:
+            del tools[limit + 1:]
+            return tools
         cursor = result.get("nextCursor")
         if not cursor:
             return tools

@@ -1,0 +1,108 @@
+"""Registering a tenant's MCP servers and reaching them: the reachability checks at registration
+(M2, M3), how to reach a server right now, and the `server/discover` probe (M4)."""
+
+import json
+
+from django.utils.translation import gettext_lazy as _
+
+from asixto.errors import ApplicationError
+from tenants.models import ApprovedCommand
+from tenants.outbound import outbound_policy
+from tools import mcp
+from tools.models import McpServer
+from tools.outbound import OutboundRefused, check_url
+
+STDIO_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+
+
+def approved_command(slug) -> ApprovedCommand:
+    command = ApprovedCommand.objects.filter(slug=slug, enabled=True).first()
+    if command is None:
+        raise ApplicationError(
+            _("This command is not approved by the platform operator."), fields={"command": [_("Not an approved command.")]}
+        )
+    return command
+
+
+def server_target(server: McpServer) -> "mcp.ServerTarget":
+    """How to reach `server` right now. The URL is resolved and checked again here, not only at
+    registration, because DNS answers can change (M2)."""
+    if server.transport == McpServer.Transport.STDIO:
+        command = approved_command(server.command)
+        argv = (command.executable, *command.base_args, *(server.args if command.allow_extra_args else ()))
+        return mcp.ServerTarget(
+            transport="stdio", argv=tuple(str(arg) for arg in argv), env=dict(STDIO_ENV),
+            timeout=server.timeout_seconds, discover=server.discover_result, legacy=server.is_legacy,
+        )
+    _check_reachable(server.url)
+    return mcp.ServerTarget(
+        transport=server.transport, url=server.url, headers=server.headers, timeout=server.timeout_seconds,
+        discover=server.discover_result, legacy=server.is_legacy, outbound=outbound_policy(),
+    )
+
+
+def _check_reachable(url):
+    try:
+        check_url(url)
+    except OutboundRefused as exc:
+        raise ApplicationError(exc.message, fields={"url": [exc.message]}) from exc
+
+
+def validate_server_fields(*, transport, url, command, args):
+    """Registration checks that need more than field types: reachability rules (M2, M3)."""
+    if transport == McpServer.Transport.STDIO:
+        if not command:
+            raise ApplicationError(_("Choose an approved command."), fields={"command": [_("Required for stdio.")]})
+        approved = approved_command(command)
+        if args and not approved.allow_extra_args:
+            raise ApplicationError(
+                _("This command takes no extra arguments."), fields={"args": [_("Not allowed for this command.")]}
+            )
+        return
+    if not url:
+        raise ApplicationError(_("Give the server's URL."), fields={"url": [_("Required for HTTP transports.")]})
+    _check_reachable(url)
+
+
+def server_create(*, data: dict) -> McpServer:
+    """Register a server (M1) after the reachability checks. The caller queues the first catalog
+    sync once the row is committed; that sync starts with the discovery probe (M4)."""
+    data = dict(data)
+    headers = data.pop("auth_headers", None)
+    validate_server_fields(
+        transport=data["transport"], url=data.get("url", ""), command=data.get("command", ""), args=data.get("args", [])
+    )
+    server = McpServer(**data)
+    if headers:
+        server.auth_headers = json.dumps(headers)
+    server.save()
+    return server
+
+
+def server_update(*, server: McpServer, data: dict) -> McpServer:
+    """Change a server. A change to how it is reached forgets the cached discovery (M4)."""
+    data = dict(data)
+    headers = data.pop("auth_headers", None)
+    merged = {key: data.get(key, getattr(server, key)) for key in ("transport", "url", "command", "args")}
+    validate_server_fields(**merged)
+    reach_changed = any(merged[key] != getattr(server, key) for key in merged) or headers is not None
+    for key, value in data.items():
+        setattr(server, key, value)
+    if headers is not None:
+        server.auth_headers = json.dumps(headers) if headers else ""
+    if reach_changed:
+        server.discover_result, server.protocol_version, server.is_legacy = None, "", False
+    server.save()
+    return server
+
+
+def server_probe(*, server: McpServer) -> McpServer:
+    """`server/discover` (M4), cached on the row; older servers are marked legacy."""
+    result = mcp.probe(server_target(server))
+    server.protocol_version = result.protocol_version
+    server.is_legacy = result.legacy
+    server.discover_result = result.discover
+    server.server_info = result.server_info
+    server.save(update_fields=["protocol_version", "is_legacy", "discover_result", "server_info", "updated_at"])
+    return server
+

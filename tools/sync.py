@@ -1,0 +1,223 @@
+"""Catalog sync (M5, C7): read a server's `tools/list` twice, store it as a new catalog version
+with its diff, and have the new or changed tools certified. The one place where a server's
+catalog changes.
+
+The listing is hostile input: reading stops one tool past ASIXTO_MAX_TOOLS_PER_SERVER and the
+sync fails (the last catalog stays), and a definition over ASIXTO_MAX_TOOL_DEFINITION_BYTES is
+stored as a stand-in with a blocking finding. A sync writes only what changed: a tool whose
+definition (and certification basis) is unchanged keeps its row, verdict and findings."""
+
+import json
+import logging
+from collections import defaultdict
+from typing import NamedTuple
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
+
+from asixto.errors import ApplicationError
+from tenants.selectors import current_tenant
+from tools import mcp
+from tools.catalog import ListedTool, diff_listing, prefixed_name, read_listing
+from tools.catalog_cache import catalog_changed
+from tools.certification import (
+    VERDICT_FIELDS,
+    certification_basis_for,
+    finding_codes,
+    finding_row,
+    judge,
+    replace_findings,
+    tenant_scenarios,
+)
+from tools.models import CatalogVersion, Finding, McpServer, Tool
+from tools.rows import insert_rows, update_rows, uuids
+from tools.rules.findings import warning
+from tools.servers import server_probe, server_target
+from tools.texts import coded, error_code, text_code
+
+log = logging.getLogger(__name__)
+
+
+def server_queue_sync(*, server: McpServer):
+    """Mark the server queued and send its sync to a worker once the row is committed (M5)."""
+    from tools.tasks import server_sync  # the tasks module imports this one
+
+    sync_mark(server=server, status=McpServer.SyncStatus.QUEUED)
+    transaction.on_commit(lambda: server_sync.delay(str(server.pk)))
+
+
+def sync_mark(*, server: McpServer, status: str, error=None):
+    """Set the sync status; `error` (an exception or a message) is kept as a code and its
+    parameters, so each reader sees it in their own language (A3)."""
+    if error is None:
+        code, params = "", {}
+    else:
+        code, params = error_code(error) if isinstance(error, Exception) else text_code(error)
+    McpServer.objects.filter(pk=server.pk).update(sync_status=status, sync_error_code=code, sync_error_params=params)
+    server.sync_status, server.sync_error_code, server.sync_error_params = status, code, params
+
+
+def catalog_sync(*, server: McpServer) -> CatalogVersion:
+    """Read the server's catalog twice and store it as a new version with a diff (M5, C7).
+    Network first, then one transaction: a failure half-way stores nothing but the error."""
+    sync_mark(server=server, status=McpServer.SyncStatus.RUNNING)
+    try:
+        if not server.protocol_version:
+            server_probe(server=server)
+        target = server_target(server)
+        first = _read_listing(target)
+        second_names = _names(_read_listing(target))
+    except (mcp.McpError, ApplicationError) as exc:
+        sync_mark(server=server, status=McpServer.SyncStatus.ERROR, error=exc)
+        raise
+    try:
+        listed, problems = read_listing(first, max_definition_bytes=settings.ASIXTO_MAX_TOOL_DEFINITION_BYTES)
+        server_findings = _server_findings(server, _names(first), second_names, problems)
+        with transaction.atomic():
+            # One sync at a time per server (and no probe verdict in between): the lock orders
+            # them, so version numbers and diffs are computed against what was stored last.
+            McpServer.objects.select_for_update().filter(pk=server.pk).first()
+            version = _store_listing(server, listed, server_findings)
+            now = timezone.now()
+            McpServer.objects.filter(pk=server.pk).update(
+                sync_status=McpServer.SyncStatus.OK, sync_error_code="", sync_error_params={}, synced_at=now, updated_at=now
+            )
+            server.sync_status, server.sync_error_code, server.sync_error_params = McpServer.SyncStatus.OK, "", {}
+            server.synced_at = server.updated_at = now
+    except Exception:
+        log.exception("storing the catalog of %s failed", server.slug)
+        sync_mark(server=server, status=McpServer.SyncStatus.ERROR, error=_("The catalog could not be stored; see the logs."))
+        raise
+    return version
+
+
+def _read_listing(target) -> list:
+    limit = settings.ASIXTO_MAX_TOOLS_PER_SERVER
+    tools = mcp.list_tools(target, limit=limit)
+    if len(tools) > limit:
+        raise ApplicationError(
+            format_lazy(
+                _("The server lists more than {limit} tools, the most one server may have. Nothing was stored; "
+                  "the last catalog stays."),
+                limit=limit,
+            ),
+            code="too_many_tools",
+        )
+    return tools
+
+
+def _names(listing: list) -> list:
+    return [item.get("name") for item in listing if isinstance(item, dict)]
+
+
+def _server_findings(server, first_names, second_names, problems):
+    findings = []
+    if server.is_legacy:
+        findings.append(warning(
+            "legacy_protocol",
+            coded(_("The server speaks an older protocol revision (%(version)s), not 2026-07-28."), version=server.protocol_version or "?"),
+            _("Upgrade the server's MCP SDK: stateless calls are faster and need no session."),
+        ))
+    if first_names != second_names:
+        findings.append(warning(
+            "C7", _("tools/list returned the tools in a different order on two reads."),
+            _("Return tools in a stable order: a changing order defeats the model's prompt cache."),
+        ))
+    if problems:
+        findings.append(warning(
+            "M5", coded(_("Some tool definitions were left out: %(problems)s."), problems=problems[:20]),
+            _("Every tool needs a unique, non-empty name."),
+        ))
+    return findings
+
+
+class _Stored(NamedTuple):
+    """What the sync compares of a stored live tool (its definition stays in the database)."""
+
+    pk: object
+    name: str
+    definition_hash: str
+    position: int
+    prefixed_name: str
+    level: str
+    certification_basis: str
+
+
+def _store_listing(server: McpServer, listed: list[ListedTool], server_findings) -> CatalogVersion:
+    scenarios = tenant_scenarios(current_tenant())
+    live = {
+        row.name: row
+        for row in map(_Stored._make, server.tools.filter(removed_in__isnull=True).values_list(*_Stored._fields))
+    }
+    changed_ids = [live[e.name].pk for e in listed if e.name in live and live[e.name].definition_hash != e.hash]
+    # Only the changed definitions are read back, for the fields the diff names.
+    old_definitions = dict(Tool.objects.filter(pk__in=uuids(changed_ids)).values_list("name", "definition"))
+    diff = diff_listing({name: row.definition_hash for name, row in live.items()}, listed, old_definitions)
+    last = server.versions.order_by("-number").values_list("number", flat=True).first() or 0
+    version = CatalogVersion.objects.create(
+        server=server, number=last + 1, tool_count=len(listed), diff=diff,
+        server_finding_codes=[finding_codes(f) | {"rule": f.rule, "severity": f.severity} for f in server_findings],
+    )
+
+    basis_of = certification_basis_for(server_slug=server.slug, scenarios=scenarios)
+    new_tools, recertified, updates = [], [], defaultdict(list)
+    for position, entry in enumerate(listed):
+        stored = live.get(entry.name)
+        if stored is None:
+            new_tools.append(Tool(
+                server_id=server.pk, name=entry.name, added_in_id=version.pk, changed_in_id=version.pk, position=position,
+                definition=entry.definition, definition_hash=entry.hash,
+                prefixed_name=prefixed_name(server.slug, entry.name), level=entry.level,
+            ))
+            continue
+        wanted = {
+            "position": position, "prefixed_name": prefixed_name(server.slug, entry.name), "level": entry.level,
+            "definition_hash": entry.hash,
+        }
+        changes = [field for field, value in wanted.items() if getattr(stored, field) != value]
+        recertify = stored.certification_basis != basis_of(entry.hash)
+        if not changes and not recertify:
+            continue  # untouched: its row, verdict and findings stay as they are
+        tool = Tool(id=stored.pk, server_id=server.pk, name=entry.name, definition=entry.definition, changed_in_id=version.pk, **wanted)
+        if "definition_hash" in changes:
+            changes += ["definition", "changed_in"]
+        if recertify:
+            recertified.append(tool)
+            changes += VERDICT_FIELDS
+        updates[tuple(changes)].append(tool)
+    for name in diff["removed"]:
+        updates[("removed_in",)].append(Tool(id=live[name].pk, removed_in_id=version.pk))
+
+    # A probe verdict stands only for the definition it judged (C8, C9).
+    Finding.objects.filter(tool__in=uuids(changed_ids), source=Finding.Source.PROBE).delete()
+    findings = judge(server=server, tools=new_tools + recertified, scenarios=scenarios)
+    insert_rows(Tool, new_tools)
+    replace_findings(tools=recertified, rows=findings)
+    for fields, tools in updates.items():
+        update_rows(Tool, tools, list(fields))
+    _store_server_findings(server, server_findings)
+    if new_tools or updates:
+        # One bump for the whole sync: bulk writes send no post_save signals.
+        catalog_changed()
+    return version
+
+
+def _store_server_findings(server: McpServer, findings):
+    """Replace the server-wide findings, unless they are the ones already stored."""
+    def key(rule, severity, codes):
+        return json.dumps([rule, severity, codes], sort_keys=True)
+
+    wanted = sorted(key(f.rule, f.severity, finding_codes(f)) for f in findings)
+    stored = Finding.objects.filter(server=server, tool__isnull=True)
+    fields = ["message_code", "message_params", "hint_code", "hint_params"]
+    current = sorted(
+        key(row["rule"], row["severity"], {name: row[name] for name in fields})
+        for row in stored.values("rule", "severity", *fields)
+    )
+    if wanted == current:
+        return
+    stored.delete()
+    insert_rows(Finding, [finding_row(server, None, f, Finding.Source.SERVER) for f in findings])
