@@ -48,7 +48,7 @@ def api_keys_page(request):
 def api_key_revoke(request, pk):
     key = get_object_or_404(ApiKey, tenant_id=request.tenant.pk, pk=pk)
     services.api_key_revoke(key=key)
-    messages.success(request, _("Key %(name)s revoked.") % {"name": key.name})
+    messages.success(request, _("Key %(name)s revoked.") % {"name": key.display_name})
     return redirect("dashboard:api_keys")
 
 

@@ -116,3 +116,15 @@ def committed_world(django_db_setup, django_db_blocker):
         finally:
             connection.set_schema_to_public()
             Tenant.objects.get(pk=world.tenant.pk).delete(force_drop=True)
+
+
+@pytest.fixture(autouse=True)
+def _forget_sign_in_failures():
+    """Failed sign-ins are counted in Redis, outside the rolled-back transaction: forget them
+    after each test, so no later test finds `ana` locked out by an earlier one's wrong password."""
+    yield
+    from django.core.cache import cache
+
+    client = cache._cache.get_client(write=True)
+    for key in client.scan_iter(match="*axes-*"):
+        client.delete(key)

@@ -13,8 +13,9 @@ from examples.soporte.definitions import ABRIR_CASO_SOPORTE, BUSCAR_PRODUCTO
 from examples.soporte.desk import SupportDesk
 from examples.soporte.server import build_app
 from tests.support.mcp_servers import serve_asgi
-from tests.tools.gateway_support import certified_tool
+from tests.tools.gateway_support import certified_tool, context
 from tools.console import arguments_skeleton
+from tools.gateway import call_tool
 from tools.models import Tool, ToolCall
 
 CASE = {"documento": "CC1032456789", "tipo": "falla", "descripcion": "El router no enciende."}
@@ -122,3 +123,22 @@ def test_cancelling_the_confirmation_calls_nothing_and_keeps_the_arguments(alpha
     assert not response.context.get("confirm") and not response.context.get("outcome")
     assert json.loads(response.context["console"]["arguments"].value()) == CASE
     assert desk.case_count == 0 and _calls(alpha) == 0
+
+
+@pytest.mark.parametrize("language, expected", [
+    ("es", ["documento: debe tener como máximo 20 caracteres", "descripcion: debe tener al menos 1 carácter", "falta la propiedad obligatoria tipo"]),
+    ("en", ["documento: must have at most 20 characters", "descripcion: must have at least 1 character", "the required property tipo is missing"]),
+])
+def test_the_model_reads_argument_problems_in_the_conversations_language(alpha, soporte, desk, language, expected):
+    """A3, G2: the correctable error for bad arguments is in the tenant's language, the schema's
+    problems included (jsonschema writes English); the server is not called."""
+    stored = alpha.tenant.language
+    alpha.tenant.language = language  # the gateway reads the tenant the connection is on
+    try:
+        with alpha.schema():
+            outcome = call_tool(name=soporte.prefixed_name, arguments={"documento": "x" * 21, "descripcion": ""}, context=context())
+    finally:
+        alpha.tenant.language = stored
+    assert outcome.outcome == "invalid_arguments" and desk.case_count == 0
+    for text in expected:
+        assert text in outcome.model_text, outcome.model_text
