@@ -272,6 +272,15 @@ ASIXTO_EVENT_STREAM_SECONDS = float(os.environ.get("ASIXTO_EVENT_STREAM_SECONDS"
 ASIXTO_TURN_LEASE_SECONDS = envint("ASIXTO_TURN_LEASE_SECONDS", 900)
 # A queued turn no worker picked up after this long is sent again (see runtime.tasks).
 ASIXTO_TURN_RESEND_SECONDS = envint("ASIXTO_TURN_RESEND_SECONDS", 300)
+# Webhooks: the pause before each retry of a failed delivery (seconds; one retry per entry), and
+# the deadline for one attempt (connect, send, and the receiver's answer).
+ASIXTO_WEBHOOK_RETRY_DELAYS = [float(d) for d in envlist("ASIXTO_WEBHOOK_RETRY_DELAYS", "1,5,30,120,600")]
+ASIXTO_WEBHOOK_TIMEOUT = float(os.environ.get("ASIXTO_WEBHOOK_TIMEOUT", 10))
+# Pre-routing (R6): on by default; the router call's deadline (a small model, a short answer).
+ASIXTO_ROUTING = envbool("ASIXTO_ROUTING", True)
+ASIXTO_ROUTER_TIMEOUT = float(os.environ.get("ASIXTO_ROUTER_TIMEOUT", 15))
+# Languages the reply can be pinned to when the customer writes in one of them (R7).
+ASIXTO_CUSTOMER_LANGUAGES = envlist("ASIXTO_CUSTOMER_LANGUAGES", "es,en,pt,fr,it,de")
 
 # Periodic catalog sync of every tenant's servers (M5); `celery -A asixto worker -B` runs it.
 CELERY_BEAT_SCHEDULE = {

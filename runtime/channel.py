@@ -29,8 +29,9 @@ def _existing(conversation: Conversation, external_id: str) -> Turn | None:
     return Turn.objects.filter(message__conversation=conversation, message__external_id=external_id).first()
 
 
-def message_post(*, conversation: Conversation, text: str, external_id: str = "") -> Posted:
-    """Store the customer's message and its turn; queue the turn after the commit (R1)."""
+def message_post(*, conversation: Conversation, text: str, external_id: str = "", api_key_id=None) -> Posted:
+    """Store the customer's message and its turn; queue the turn after the commit (R1).
+    `api_key_id`: the key that posted it, whose webhook gets the reply."""
     from runtime.tasks import turn_run  # tasks import the turn service, which imports this app's models
 
     if external_id:
@@ -42,7 +43,7 @@ def message_post(*, conversation: Conversation, text: str, external_id: str = ""
             message = Message.objects.create(
                 conversation=conversation, role=Message.Role.CUSTOMER, text=text, external_id=external_id
             )
-            turn = Turn.objects.create(conversation=conversation, message=message)
+            turn = Turn.objects.create(conversation=conversation, message=message, api_key_id=api_key_id)
             # robust: a broker that is down must not turn a stored message into a 500; the turn
             # stays queued and `requeue_stalled_turns` sends it again.
             transaction.on_commit(lambda: turn_run.delay(str(turn.pk)), robust=True)

@@ -1,10 +1,13 @@
 """Tenant-schema models of the agent runtime: conversations and their messages, turns with their
-steps and status events, and truncation logs (R1–R4, R9, R10, A1)."""
+steps and status events, truncation logs (R1–R4, R9, R10, A1), and the webhooks that push a
+turn's reply to a channel, with every delivery attempt."""
 
 import uuid
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+
+from tenants.crypto import EncryptedTextField
 
 CHANNEL_KINDS = [("chat", _("chat")), ("voice", _("voice"))]
 
@@ -83,6 +86,9 @@ class Turn(models.Model):
     turn_chars = models.PositiveIntegerField(_("tool result characters used"), default=0)
     runs = models.PositiveSmallIntegerField(_("runs"), default=0)
     runner = models.CharField(max_length=40, blank=True)
+    # The API key whose post started the turn (public schema, so no foreign key): its webhook,
+    # if it has one, gets the reply. Empty for turns started from the dashboard's playground.
+    api_key_id = models.UUIDField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     resent_at = models.DateTimeField(null=True, blank=True)  # last time the sweeper sent the task again
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
@@ -181,3 +187,58 @@ class TruncationLog(models.Model):
 
     def __str__(self):
         return f"{self.tool_name} {self.kind} {self.original_chars}->{self.kept_chars}"
+
+
+
+class ChannelWebhook(models.Model):
+    """Where a channel integration wants its turns' replies pushed (a WhatsApp bridge, a voice
+    gateway). One per API key; the key lives in the public schema, so it is kept by id and prefix.
+    The signing secret is encrypted at rest and shown once, at creation or rotation (T7)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    api_key_id = models.UUIDField(unique=True)
+    api_key_prefix = models.CharField(_("API key"), max_length=16)
+    url = models.URLField(_("callback URL"), max_length=500)
+    secret = EncryptedTextField(_("signing secret"))
+    enabled = models.BooleanField(_("enabled"), default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    secret_rotated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self):
+        return f"webhook of asx_{self.api_key_prefix}_… → {self.url}"
+
+
+class WebhookDelivery(models.Model):
+    """One attempt to deliver a finished turn to a webhook. The attempts of one delivery share
+    `delivery_id` (sent as `X-Asixto-Delivery`, so the receiver can drop a repeat)."""
+
+    class Outcome(models.TextChoices):
+        DELIVERED = "delivered", _("delivered")
+        RETRYING = "retrying", _("failed, will retry")
+        FAILED = "failed", _("failed")
+        REFUSED = "refused", _("refused by the outbound rules")
+
+    id = models.BigAutoField(primary_key=True)
+    webhook = models.ForeignKey(ChannelWebhook, on_delete=models.CASCADE, related_name="deliveries")
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="webhook_deliveries")
+    delivery_id = models.UUIDField(db_index=True)
+    attempt = models.PositiveSmallIntegerField(_("attempt"))
+    url = models.URLField(max_length=500)
+    outcome = models.CharField(_("outcome"), max_length=10, choices=Outcome.choices)
+    status_code = models.PositiveSmallIntegerField(_("HTTP status"), null=True, blank=True)
+    error = models.CharField(_("error"), max_length=500, blank=True)
+    duration_ms = models.FloatField(_("duration (ms)"), default=0)
+    created_at = models.DateTimeField(_("time"), auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["delivery_id", "attempt"], name="webhook_delivery_unique_attempt")
+        ]
+
+    def __str__(self):
+        return f"{self.delivery_id} #{self.attempt} {self.outcome}"

@@ -3,11 +3,14 @@
 `turn_run` acknowledges late and is rejected (so redelivered) when its worker dies: a turn that
 was cut short runs again, and `turn_execute` resumes it from its stored steps (R10).
 `requeue_stalled_turns` (periodic) sends again the turns whose task never reached a worker or
-whose worker died, sooner than the broker's own redelivery."""
+whose worker died, sooner than the broker's own redelivery.
+`webhook_deliver` makes one delivery attempt and schedules the next one itself (Celery's retry,
+with the countdown the webhook service chose); receivers drop repeats by `X-Asixto-Delivery`."""
 
 from celery import shared_task
 from django_tenants.utils import get_tenant_model, tenant_context
 
+from runtime import webhooks
 from runtime.turn import stalled_turns_mark_resent, turn_execute
 
 
@@ -15,6 +18,15 @@ from runtime.turn import stalled_turns_mark_resent, turn_execute
 def turn_run(turn_id):
     """Run one turn (R1) in the schema the task was sent from."""
     turn_execute(turn_id=turn_id)
+
+
+@shared_task(bind=True, acks_late=True, ignore_result=True, max_retries=None)
+def webhook_deliver(self, webhook_id, turn_id, delivery_id):
+    """POST a finished turn to a webhook; on a retryable failure, again after the planned pause."""
+    delay = webhooks.deliver(webhook_id=webhook_id, turn_id=turn_id, delivery_id=delivery_id,
+                             attempt=self.request.retries + 1)
+    if delay is not None:
+        raise self.retry(countdown=delay)
 
 
 @shared_task(ignore_result=True)

@@ -36,11 +36,17 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from runtime import events, selectors
+from runtime import events, selectors, webhooks
 from runtime.budgets import apply_budgets
 from runtime.model_client import Answer, Endpoint, ModelError, NativeCall, complete
 from runtime.models import Message, TruncationLog, Turn, TurnEvent, TurnStep
 from runtime.reply import Fact, loop_messages, reply_messages
+from runtime.routing.candidates import ToolCard
+from runtime.routing.compose import routed_messages
+from runtime.routing.delivery import delivered, pretence, reask
+from runtime.routing.language import customer_language
+from runtime.routing.route import Route, route_message
+from runtime.routing.router import router_endpoint
 from runtime.textcalls import clean_reply, parse_text_calls
 from tenants.selectors import current_tenant
 from tools.gateway import CallContext, call_tool, flush_records
@@ -86,6 +92,9 @@ class _Run:
     facts: list[Fact] = field(default_factory=list)
     seen: set = field(default_factory=set)
     tool_steps: int = 0
+    route: Route | None = None  # R6: the first iteration shows this one tool, with the composed instruction
+    outcomes: list = field(default_factory=list)  # (tool name, outcome) of this turn's tool steps (R8)
+    reasked: bool = False  # R8: the one re-ask of a routed turn that delivered nothing
 
 
 def turn_execute(*, turn_id) -> None:
@@ -169,6 +178,9 @@ def _finish(turn: Turn, runner: str, *, reply: str, status: str, error_code: str
         )
         events.event_add(turn_id=turn.pk, kind=TurnEvent.Kind.REPLY, text=reply,
                          data={"status": status, **({"error": error_code} if error_code else {})})
+        # The posting channel's webhook gets the reply once it is stored for good (robust: a
+        # broker outage costs the push, logged, never the stored turn).
+        transaction.on_commit(lambda: webhooks.turn_finished(turn=turn), robust=True)
 
 
 def failure_reply(language):
@@ -187,18 +199,22 @@ def _run(turn: Turn, runner: str):
     tenant = current_tenant()
     conversation = turn.conversation
     offered = selectors.offered_tools(channel=conversation.channel_kind)
+    history, older = selectors.history_before(message=turn.message)
+    question = turn.message.text
     run = _Run(
         turn=turn, runner=runner, steps={step.index: step for step in turn.steps.all()},
         tools={tool.prefixed_name: tool for tool in offered},
         endpoint=Endpoint(tenant.model_base_url, tenant.model_name, tenant.model_api_key),
-        language=conversation.language or tenant.language,
+        # R7: the reply is pinned to the language the customer writes in.
+        language=customer_language(message=question, earlier=[line.text for line in history if line.role == "customer"],
+                                   default=conversation.language or tenant.language),
     )
-    history, older = selectors.history_before(message=turn.message)
-    question = turn.message.text
     native_tools = [_native_tool(tool) for tool in offered]
     messages = loop_messages(instructions=tenant.agent_instructions, language=run.language, history=history,
                              question=question, older=older)
     try:
+        if settings.ASIXTO_ROUTING and offered:
+            run.route = _route_step(run, tenant, history, question)
         answer_text, incomplete = _loop(run, messages, native_tools, tenant.iteration_limit, tenant.turn_budget)
         if answer_text and not run.tool_steps:
             reply = answer_text
@@ -226,14 +242,62 @@ def _native_tool(tool) -> dict:
     }}
 
 
+def _route_step(run: _Run, tenant, history, question) -> Route | None:
+    """Pre-routing (R6), stored as the turn's first step so a re-run replays the decision. A
+    message the cheap check lets through stores nothing (it costs no model call)."""
+    stored = run.steps.get(1)
+    if stored is not None:
+        route = (stored.response or {}).get("route") if stored.kind == TurnStep.Kind.MODEL else None
+        if stored.response and "routing" in stored.response:
+            run.index = 1
+            return Route.from_dict(route) if route and route.get("tool") in run.tools else None
+        return None  # the first run was not routed: neither is this one
+    cards = [ToolCard.from_definition(tool.definition, name=name, digest=tool.definition_hash)
+             for name, tool in run.tools.items()]
+    conversation = [{"role": "user" if line.role == "customer" else "assistant", "content": line.text}
+                    for line in history[-8:]] + [{"role": "user", "content": question}]
+    _release_db()
+    try:
+        route, record = route_message(cards=cards, conversation=conversation, endpoint=router_endpoint(tenant))
+    except Exception:  # routing is an optimisation: when it breaks, the turn runs as it would without it
+        log.exception("turn %s: routing failed; the turn proceeds unrouted", run.turn.pk)
+        return None
+    if "router" not in record:  # the cheap check said no tool: nothing to store
+        return None
+    index = _next_index(run)
+    _save_step(run, index, kind=TurnStep.Kind.MODEL, state=TurnStep.State.DONE, finished_at=timezone.now(),
+               response={"content": "", "tool_calls": [], "routing": record, "route": route.to_dict() if route else None})
+    _renew(run)
+    return route
+
+
 def _loop(run: _Run, messages: list[dict], native_tools: list[dict], limit: int, turn_budget: int) -> tuple[str, bool]:
     """The tool loop (R2). Returns the model's answer when it gave one without asking for tools,
-    and whether the search for facts ended unfinished (limit reached, or a looping model)."""
+    and whether the search for facts ended unfinished (limit reached, or a looping model).
+
+    A routed turn (R6): the first iteration shows only the routed tool, with the instruction the
+    platform composed; later ones are as always. If it answers without the routed tool having
+    succeeded, it is asked once more, shown that tool again (R8)."""
     repeat_rounds = 0
+    routed_step = run.route is not None
     for iteration in range(1, limit + 1):
-        answer = _model_step(run, messages, native_tools, iteration)
+        if routed_step:
+            routed_tools = [_native_tool(run.tools[run.route.tool])]
+            request = routed_messages(messages, run.route.instruction) if iteration == 1 else messages
+            answer = _model_step(run, request, routed_tools, iteration)
+            routed_step = False
+        else:
+            answer = _model_step(run, messages, native_tools, iteration)
         calls, text = _calls_of(run, answer)
         if not calls:
+            if run.route and not run.reasked and iteration < limit and not delivered(
+                    tool_outcomes=run.outcomes, routed=run.route.tool):
+                run.reasked = routed_step = True
+                log.info("turn %s: routed step not delivered (%s); asking once more", run.turn.pk,
+                         pretence(answer.content) or "prose")
+                messages.append({"role": "assistant", "content": text or ""})
+                messages.append({"role": "user", "content": reask(verb=run.route.verb, name=run.route.tool)})
+                continue
             return text, False
         messages.append({"role": "assistant", "content": text or None, "tool_calls": [
             {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.raw}} for call in calls
@@ -321,6 +385,7 @@ def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:
         run.used = (stored.response or {}).get("used_after", run.used)
         if stored.outcome != REPEATED:
             run.facts.append(Fact(source or call.name, stored.model_text))
+        run.outcomes.append((call.name, stored.outcome))
         return stored.model_text, stored.outcome == REPEATED
     with translation.override(run.language):
         if call.signature in run.seen:
@@ -375,6 +440,7 @@ def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:
         _renew(run, turn_chars=budgeted.used)
     run.used = budgeted.used
     run.facts.append(Fact(source or call.name, budgeted.text))
+    run.outcomes.append((call.name, str(outcome.outcome)))
     return budgeted.text, False
 
 

@@ -6,6 +6,9 @@ import os
 from urllib.parse import urlsplit, urlunsplit
 
 os.environ.setdefault("ASIXTO_ALLOW_PRIVATE_HOSTS", "1")
+# The scripted models of the unrouted tests play one answer per request: a router call would
+# take one. Routing tests turn it on (tests/runtime/test_routing_*.py).
+os.environ.setdefault("ASIXTO_ROUTING", "0")
 _redis = urlsplit(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
 os.environ["REDIS_URL"] = urlunsplit(_redis._replace(path="/" + os.environ.get("ASIXTO_TEST_REDIS_DB", "15")))
 os.environ.pop("CELERY_BROKER_URL", None)

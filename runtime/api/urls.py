@@ -1,6 +1,6 @@
 from django.urls import path
 
-from runtime.api import views
+from runtime.api import views, webhooks
 
 urlpatterns = [
     path("conversations", views.ConversationListCreateView.as_view(), name="conversation-list"),
@@ -9,4 +9,8 @@ urlpatterns = [
     path("turns/<uuid:pk>", views.TurnDetailView.as_view(), name="turn-detail"),
     path("turns/<uuid:pk>/events", views.TurnEventsView.as_view(), name="turn-events"),
     path("truncation-logs", views.TruncationLogListView.as_view(), name="truncation-log-list"),
+    path("webhooks", webhooks.WebhookListCreateView.as_view(), name="webhook-list"),
+    path("webhooks/<uuid:pk>", webhooks.WebhookDetailView.as_view(), name="webhook-detail"),
+    path("webhooks/<uuid:pk>/secret", webhooks.WebhookSecretView.as_view(), name="webhook-secret"),
+    path("webhooks/<uuid:pk>/deliveries", webhooks.WebhookDeliveryListView.as_view(), name="webhook-deliveries"),
 ]

@@ -60,7 +60,7 @@ class MessageListCreateView(generics.ListAPIView):
         conversation = get_object_or_404(Conversation.objects.all(), pk=pk)
         data = s.MessagePostSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        posted = channel.message_post(conversation=conversation, **data.validated_data)
+        posted = channel.message_post(conversation=conversation, api_key_id=request.auth.pk, **data.validated_data)
         body = s.TurnAcceptedSerializer.of(posted.turn, duplicate=not posted.created)
         return Response(body, status=status.HTTP_202_ACCEPTED)
 

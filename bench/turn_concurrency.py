@@ -1,0 +1,155 @@
+"""P4: turns in flight at once, and turns per second, on ONE worker process whose model takes 1 s
+to answer; and the peak of PostgreSQL connections that costs.
+
+    python bench/turn_concurrency.py [--turns 400] [--concurrency 200] [--delay 1.0] [--tool-calls 0]
+                                     [--db-pool 20] [--max-connections 50] [--post-first]
+
+One `celery -A asixto worker --pool threads --concurrency N` process (the README's scaling
+advice) runs turns for a tenant whose model (bench/_model_server.py, its own process) answers
+each request after `--delay` seconds; with `--tool-calls k` each turn also calls the example MCP
+server k times (k + 2 model requests a turn). `--turns` messages are posted at once through the
+channel service. Every 20 ms the benchmark reads, on one connection of its own, how many turns
+are running and how many connections the worker holds (pg_stat_activity, by the worker's
+application name).
+
+`--db-pool N` gives the worker Django's psycopg pool (max N). Without it the worker runs with the
+shipped settings (no pool, CONN_MAX_AGE=0: a connection per step, opened and closed). The machine's
+PostgreSQL is shared, so the run stops (and says so) if the worker goes over `--max-connections`.
+
+Goal: ≥ 200 turns in flight on one process, within ≤ 20 connections. Database of its own:
+asixto_bench_turn_concurrency (recreated); Redis from REDIS_URL."""
+
+import argparse
+import os
+import statistics
+import threading
+import time
+
+os.environ.setdefault("ASIXTO_ALLOW_PRIVATE_HOSTS", "1")  # the stand-ins are on loopback (M2)
+
+from _django import setup  # noqa: E402
+from _turns import WORKER_APPLICATION_NAME, example_server, model_server, tenant_with_agent, worker  # noqa: E402
+
+GOAL_IN_FLIGHT = 200
+GOAL_CONNECTIONS = 20
+
+
+def post_turns(tenant, count: int, threads: int = 8) -> list:
+    """`count` customer messages through the channel service, each in a conversation of its own,
+    from a few threads so posting is not the bottleneck."""
+    from django.db import connection
+    from django_tenants.utils import tenant_context
+
+    from runtime.channel import conversation_start, message_post
+
+    ids, lock = [], threading.Lock()
+
+    def post(n):
+        try:
+            with tenant_context(tenant):
+                for i in range(n):
+                    conversation = conversation_start(data={"channel_kind": "chat", "channel_name": "bench", "language": "es"})
+                    turn = message_post(conversation=conversation, text=f"¿Tienen routers? {i}").turn
+                    with lock:
+                        ids.append(turn.pk)
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=post, args=(count // threads + (1 if i < count % threads else 0),)) for i in range(threads)]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
+    return ids
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=400)
+    parser.add_argument("--concurrency", type=int, default=200)
+    parser.add_argument("--delay", type=float, default=1.0, help="seconds the model takes to answer")
+    parser.add_argument("--tool-calls", type=int, default=0, help="tool calls per turn")
+    parser.add_argument("--db-pool", type=int, default=0, metavar="N", help="the worker uses Django's psycopg pool, max N")
+    parser.add_argument("--max-connections", type=int, default=50, help="stop if the worker holds more (shared PostgreSQL)")
+    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--post-first", action="store_true",
+                        help="queue every turn before the worker starts (its capacity alone, posting costs nothing)")
+    args = parser.parse_args()
+    setup()
+    import psycopg
+    from django.conf import settings
+    from django.db import connection
+
+    database = settings.DATABASES["default"]["NAME"]  # the benchmark's own (see _django.py)
+    with model_server(delay=args.delay, tool_calls=args.tool_calls) as model_url, example_server() as mcp_url:
+        tenant = tenant_with_agent(slug="bench-flight", model_url=model_url, mcp_url=mcp_url if args.tool_calls else None,
+                                   iteration_limit=args.tool_calls + 2)
+        schema = tenant.schema_name
+        connection.close()
+        watcher = psycopg.connect(os.environ["DATABASE_URL"], autocommit=True)
+        samples = []  # (seconds since posting, running, connections of the database)
+
+        def read():
+            connections = watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND application_name = %s",
+                [database, WORKER_APPLICATION_NAME],
+            ).fetchone()[0]
+            counts = dict(watcher.execute(f'SELECT status, count(*) FROM "{schema}".runtime_turn GROUP BY status').fetchall())
+            return connections, counts
+
+        if args.post_first:
+            post_turns(tenant, args.turns + 1)
+        with worker(concurrency=args.concurrency, pool_max=args.db_pool) as child:
+            if not args.post_first:
+                # Warm up: one turn through the worker, so its threads and imports are ready.
+                post_turns(tenant, 1, threads=1)
+                deadline = time.monotonic() + 120
+                while sum(read()[1].get(state, 0) for state in ("queued", "running")) and time.monotonic() < deadline:
+                    time.sleep(0.1)
+            started = time.monotonic()
+            poster = threading.Thread(target=post_turns, args=(tenant, 0 if args.post_first else args.turns))
+            poster.start()
+            aborted = ""
+            deadline = started + args.timeout
+            while True:
+                connections, counts = read()
+                samples.append((time.monotonic() - started, counts.get("running", 0), connections))
+                finished = counts.get("done", 0) + counts.get("failed", 0)
+                if connections > args.max_connections:
+                    aborted = f"stopped: the worker had {connections} connections open (limit {args.max_connections})"
+                    child.kill()
+                    break
+                if finished >= args.turns + 1 or time.monotonic() > deadline or child.poll() is not None:
+                    break
+                time.sleep(0.02)
+            poster.join()
+        totals = dict(watcher.execute(f'SELECT status, count(*) FROM "{schema}".runtime_turn GROUP BY status').fetchall())
+        errors = watcher.execute(f'SELECT error_code, count(*) FROM "{schema}".runtime_turn WHERE status = %s GROUP BY 1',
+                                 ["failed"]).fetchall()
+        span = watcher.execute(
+            f'SELECT extract(epoch FROM max(finished_at) - min(started_at)), '
+            f'percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - created_at)) '
+            f'FROM "{schema}".runtime_turn WHERE finished_at IS NOT NULL AND created_at > now() - interval \'1 hour\''
+        ).fetchone()
+        watcher.close()
+    peak_running = max(s[1] for s in samples)
+    peak_connections = max(s[2] for s in samples)
+    busy = [s[2] for s in samples if s[1] > 0]
+    done = totals.get("done", 0) - 1  # the warm-up turn (or the extra one queued first)
+    print(f"worker: 1 process, --pool threads --concurrency {args.concurrency}; "
+          f"database connections: {'psycopg pool, max %d' % args.db_pool if args.db_pool else 'no pool (settings as shipped, CONN_MAX_AGE=0)'}")
+    print(f"model answers after {args.delay:g} s; {args.tool_calls} tool calls a turn ({args.tool_calls + (2 if args.tool_calls else 1)} model requests)")
+    print(f"turns posted: {args.turns}; done: {done}; failed: {totals.get('failed', 0)} {dict(errors) if errors else ''}; "
+          f"still queued or running: {totals.get('queued', 0) + totals.get('running', 0)}")
+    if aborted:
+        print(aborted)
+    print(f"turns in flight (running at once): peak {peak_running}  (goal ≥ {GOAL_IN_FLIGHT})")
+    if span and span[0]:
+        print(f"throughput: {(done + totals.get('failed', 0)) / float(span[0]):.1f} turns/s over {float(span[0]):.1f} s; "
+              f"median turn time (posted → answered): {float(span[1]):.2f} s")
+    print(f"PostgreSQL connections of the worker: peak {peak_connections}, "
+          f"median while turns ran {statistics.median(busy) if busy else 0:.0f}  (goal ≤ {GOAL_CONNECTIONS})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""P3: the runtime's own cost per tool-loop iteration, and Celery's queue-to-start latency.
+
+    python bench/turn_overhead.py [--turns 50] [--tool-calls 4] [--queued 50] [--db-pool 20]
+
+Overhead: turns run in this process (`turn_execute`, as a worker thread runs them) against a
+stand-in model that answers at once (bench/_model_server.py, its own process: it asks for
+`--tool-calls` calls of `soporte__buscar_producto`, then answers) and the example MCP server
+(examples/soporte, its own process, answers at once). Time inside the model client (`complete`)
+and inside the gateway (`call_tool`) is measured and taken out; what is left — claiming the turn,
+storing each step, budgets, events, the reply request, storing the reply, flushing the call
+records — is the overhead, divided by the loop's iterations (model calls of the tool loop).
+Goal: ≤ 5 ms per iteration.
+
+Queue-to-start: turns posted one at a time through the channel service (`message_post`, which
+queues the task on commit) to a real worker (`--pool threads`); from the turn's row being
+written to the worker claiming it (`Turn.created_at` → `Turn.started_at`, both this machine's
+clock), which includes the commit, the publish, Redis and the worker's pick-up. Goal: ≤ 20 ms
+median.
+
+Each run uses a database of its own (asixto_bench_turn_overhead, recreated) and the Redis of
+REDIS_URL (use a database number no running worker listens on)."""
+
+import argparse
+import os
+import statistics
+import time
+
+os.environ.setdefault("ASIXTO_ALLOW_PRIVATE_HOSTS", "1")  # the stand-ins are on loopback (M2)
+
+from _django import setup  # noqa: E402
+from _turns import example_server, model_server, tenant_with_agent, worker  # noqa: E402
+
+GOAL_OVERHEAD_MS = 5.0
+GOAL_QUEUE_MS = 20.0
+
+
+class Stopwatch:
+    """Wraps a function and adds up the time spent inside it."""
+
+    def __init__(self, function):
+        self.function, self.seconds, self.calls = function, 0.0, 0
+
+    def __call__(self, *args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return self.function(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - started
+            self.calls += 1
+
+
+class QueryCounter:
+    """Counts the SQL statements a turn sends and the connections it opens (a diagnosis of the
+    overhead: at ~1 ms a round trip on a loaded machine, queries are most of it)."""
+
+    def __init__(self):
+        self.queries = self.connections = 0
+
+    def __call__(self, execute, sql, params, many, context):
+        self.queries += 1
+        return execute(sql, params, many, context)
+
+    def connected(self, **kwargs):
+        self.connections += 1
+
+
+def measure_overhead(tenant, turns: int):
+    from django.db import connection
+    from django.db.backends.signals import connection_created
+    from django_tenants.utils import tenant_context
+
+    import runtime.turn as turn_module
+    from runtime.channel import conversation_start
+    from runtime.models import Message, Turn
+
+    model, tool = Stopwatch(turn_module.complete), Stopwatch(turn_module.call_tool)
+    turn_module.complete, turn_module.call_tool = model, tool
+    samples, iterations_seen = [], set()
+    counter = QueryCounter()
+    connection_created.connect(counter.connected)
+    with tenant_context(tenant):
+        conversation = conversation_start(data={"channel_kind": "chat", "channel_name": "bench", "language": "es"})
+        for n in range(turns + 5):  # the first five warm up connections, caches and validators
+            message = Message.objects.create(conversation=conversation, role="customer", text=f"¿Tienen routers? {n}")
+            turn = Turn.objects.create(conversation=conversation, message=message)  # no task: run here
+            model.seconds = tool.seconds = 0.0
+            counter.queries = counter.connections = 0
+            started = time.perf_counter()
+            with connection.execute_wrapper(counter):
+                turn_module.turn_execute(turn_id=turn.pk)
+            wall = time.perf_counter() - started
+            turn = Turn.objects.get(pk=turn.pk)
+            assert turn.status == "done", (turn.status, turn.error_code, turn.error_detail)
+            if n >= 5:
+                samples.append((wall, model.seconds, tool.seconds, turn.iterations, counter.queries, counter.connections))
+                iterations_seen.add(turn.iterations)
+    return samples, iterations_seen, model.calls, tool.calls
+
+
+def measure_queue_to_start(tenant, count: int):
+    from django.db import connection
+    from django_tenants.utils import tenant_context
+
+    from runtime.channel import conversation_start, message_post
+    from runtime.models import Turn
+
+    delays = []
+    with tenant_context(tenant):
+        conversation = conversation_start(data={"channel_kind": "chat", "channel_name": "bench", "language": "es"})
+        for n in range(count + 3):  # three to warm the worker's threads and connections
+            turn = message_post(conversation=conversation, text=f"hola {n}").turn
+            deadline = time.monotonic() + 60
+            while True:
+                state = Turn.objects.filter(pk=turn.pk).values("status", "created_at", "started_at").get()
+                if state["status"] in ("done", "failed"):
+                    break
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"turn {turn.pk} did not finish: is the worker running?")
+                time.sleep(0.005)
+            if n >= 3:
+                delays.append((state["started_at"] - state["created_at"]).total_seconds())
+            connection.close()
+            time.sleep(0.05)  # an idle worker each time: latency, not throughput
+    return delays
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=50)
+    parser.add_argument("--tool-calls", type=int, default=4, help="tool calls per turn")
+    parser.add_argument("--queued", type=int, default=50, help="turns for the queue-to-start figure")
+    parser.add_argument("--db-pool", type=int, default=0, metavar="N",
+                        help="use Django's psycopg pool (max N connections) here and in the worker")
+    args = parser.parse_args()
+    if args.db_pool:
+        os.environ["BENCH_DB_POOL_MAX"] = str(args.db_pool)
+        os.environ["DJANGO_SETTINGS_MODULE"] = "worker_settings"
+    setup()
+    with model_server(delay=0.0, tool_calls=args.tool_calls) as model_url, example_server() as mcp_url:
+        tenant = tenant_with_agent(slug="bench-turns", model_url=model_url, mcp_url=mcp_url,
+                                   iteration_limit=args.tool_calls + 2)
+        samples, iterations, model_calls, tool_calls = measure_overhead(tenant, args.turns)
+        with worker(concurrency=8, pool_max=args.db_pool):
+            delays = measure_queue_to_start(tenant, args.queued)
+    per_iteration = [(wall - model - tool) / its * 1000 for wall, model, tool, its, _q, _c in samples]
+    wall_ms = statistics.median(s[0] for s in samples) * 1000
+    model_ms = statistics.median(s[1] for s in samples) * 1000
+    tool_ms = statistics.median(s[2] for s in samples) * 1000
+    loop = sorted(iterations)
+    print(f"database connections: {'psycopg pool, max %d' % args.db_pool if args.db_pool else 'no pool (settings as shipped)'}")
+    reply = ", 1 reply request" if args.tool_calls else " (the answer is the reply)"
+    print(f"turns measured: {len(samples)} (each: {args.tool_calls} tool calls, {loop} loop iterations{reply})")
+    print(f"  median turn wall time:            {wall_ms:.1f} ms")
+    print(f"  median time in the model client:  {model_ms:.1f} ms ({model_calls // (args.turns + 5)} requests a turn)")
+    print(f"  median time in the gateway+tool:  {tool_ms:.1f} ms ({tool_calls // (args.turns + 5)} calls a turn)")
+    print(f"  SQL statements a turn (median):   {statistics.median(s[4] for s in samples):.0f}, "
+          f"connections taken a turn (opened, or from the pool): {statistics.median(s[5] for s in samples):.0f}")
+    print(f"overhead per loop iteration: median {statistics.median(per_iteration):.2f} ms, "
+          f"p90 {statistics.quantiles(per_iteration, n=10)[-1]:.2f} ms  (goal ≤ {GOAL_OVERHEAD_MS:g} ms)")
+    delays_ms = [d * 1000 for d in delays]
+    print(f"queue-to-start over {len(delays_ms)} turns: median {statistics.median(delays_ms):.1f} ms, "
+          f"p90 {statistics.quantiles(delays_ms, n=10)[-1]:.1f} ms, max {max(delays_ms):.1f} ms  "
+          f"(goal ≤ {GOAL_QUEUE_MS:g} ms median)")
+
+
+if __name__ == "__main__":
+    main()

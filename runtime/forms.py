@@ -1,0 +1,56 @@
+"""Dashboard forms of the runtime: list filters, the playground's message, webhooks."""
+
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+from runtime.api.serializers import MAX_MESSAGE_CHARS
+from runtime.models import CHANNEL_KINDS, TruncationLog, Turn
+
+DATE = forms.DateInput(attrs={"type": "date"})
+
+
+class RangeMixin:
+    def clean(self):
+        data = super().clean()
+        since, until = data.get("since"), data.get("until")
+        if since and until and since > until:
+            self.add_error("until", _("The end date is before the start date."))
+        return data
+
+
+class ConversationFilterForm(RangeMixin, forms.Form):
+    channel_kind = forms.ChoiceField(label=_("Channel kind"), required=False, choices=[("", _("Any kind")), *CHANNEL_KINDS])
+    channel_name = forms.CharField(label=_("Channel"), required=False, max_length=40)
+    status = forms.ChoiceField(label=_("Turn status"), required=False, choices=[("", _("Any status")), *Turn.Status.choices])
+    since = forms.DateField(label=_("From"), required=False, widget=DATE)
+    until = forms.DateField(label=_("To"), required=False, widget=DATE)
+
+
+class TruncationFilterForm(RangeMixin, forms.Form):
+    tool = forms.CharField(label=_("Tool"), required=False, max_length=250)
+    kind = forms.ChoiceField(label=_("Kind"), required=False, choices=[("", _("Any budget")), *TruncationLog.Kind.choices])
+    since = forms.DateField(label=_("From"), required=False, widget=DATE)
+    until = forms.DateField(label=_("To"), required=False, widget=DATE)
+
+
+class PlaygroundMessageForm(forms.Form):
+    """One message from the admin, as a channel would post it."""
+
+    text = forms.CharField(label=_("Message"), max_length=MAX_MESSAGE_CHARS, strip=True)
+    conversation = forms.UUIDField(required=False)
+    channel_kind = forms.ChoiceField(label=_("Channel kind"), choices=CHANNEL_KINDS, initial="chat", required=False)
+    language = forms.RegexField(label=_("Customer language"), regex=r"^[a-zA-Z]{2,3}(-[a-zA-Z0-9]{2,8})*$", max_length=16,
+                                required=False, error_messages={"invalid": _("A language code such as es, en or es-CO.")})
+
+
+class WebhookForm(forms.Form):
+    api_key = forms.ChoiceField(label=_("API key"))
+    url = forms.URLField(label=_("Callback URL"), max_length=500, assume_scheme="https")
+
+    def __init__(self, *args, keys=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["api_key"].choices = [(str(key.pk), f"{key.name} (asx_{key.prefix}_…)") for key in keys]
+
+
+class WebhookUrlForm(forms.Form):
+    url = forms.URLField(label=_("Callback URL"), max_length=500, assume_scheme="https")

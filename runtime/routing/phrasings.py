@@ -1,0 +1,86 @@
+"""How customers ask for each kind of action, in Spanish and English (R6): platform knowledge
+that turns a tool's verb into requests a message can be compared with.
+
+A tool's `com.asixto/verb` starts with a verb ("consultar un caso de soporte", "find events").
+Customers do not talk like that: they say "¿cómo va mi caso?" or "any update on my ticket?".
+Sentence encoders compare a question with a question far better than with a description, so
+the index embeds, for each tool, a few requests built from the phrasings of its verb's kind,
+with the verb's object filled in ("¿Cómo va mi caso de soporte?"). The kinds are few and
+generic; a verb of no known kind gets the generic "I want to…" phrasings only.
+"""
+
+import re
+
+from runtime.routing.words import fold
+
+# verb (first word, folded) → kind
+KINDS = {
+    "search": "buscar encontrar mostrar listar ver find search lookup look list show browse discover get_options",
+    "status": "consultar revisar verificar obtener conocer check get retrieve fetch view track query read",
+    "report": "abrir crear registrar reportar radicar levantar open create report file add log submit register",
+    "book": "agendar programar reservar apartar comprar book schedule reserve buy purchase order rent",
+    "cancel": "cancelar anular reprogramar eliminar borrar cancel reschedule delete remove",
+    "change": "cambiar actualizar modificar editar change update modify edit set upgrade",
+    "pay": "pagar generar pay make request send transfer",
+    "handover": "transferir escalar pasar handover escalate",
+    "return": "solicitar devolver return refund",
+    "play": "reproducir poner play stream",
+    "share": "compartir enviar share",
+}
+_KIND_OF = {word: kind for kind, words in KINDS.items() for word in words.split()}
+
+PHRASINGS = {
+    "search": ["¿Tienen {x}?", "¿Cuánto cuesta {x}?", "Busco {x}", "Muéstrame {x}", "Do you have {x}?",
+               "How much is {x}?", "I'm looking for {x}", "Find me {x}"],
+    "status": ["¿Cómo va {x}?", "¿En qué estado está {x}?", "Quiero saber {x}", "¿Cuál es {x}?",
+               "What's the status of {x}?", "Can you check {x}?", "What is {x}?"],
+    "report": ["Quiero {v}", "Tengo un problema, quiero {v}", "No me funciona, necesito {v}", "I want to {v}",
+               "Something is broken, please {v}"],
+    "book": ["Quiero {v}", "¿Puedo {v} para mañana?", "Necesito {v}", "I'd like to {v}", "Can I {v} for tomorrow?"],
+    "cancel": ["Quiero {v}", "Ya no lo necesito, quiero {v}", "Please {v}", "I need to {v}"],
+    "change": ["Quiero {v}", "Necesito {v}", "I want to {v}", "Please {v}"],
+    "pay": ["Quiero {v}", "¿Cómo hago para {v}?", "I want to {v}", "How can I {v}?"],
+    "handover": ["Quiero {v}", "Quiero hablar con una persona", "I want to talk to a human", "Please {v}"],
+    "return": ["Quiero {v}", "Necesito {v}", "I want to {v}", "I need to {v}"],
+    "play": ["{V}", "Quiero {v}", "I want to {v}"],
+    "share": ["{V}", "Quiero {v}", "I want to {v}"],
+    None: ["Quiero {v}", "Necesito {v}", "I want to {v}", "Can you {v}?"],
+}
+
+
+def kind_of(verb: str) -> str | None:
+    words = fold(verb).split()
+    return _KIND_OF.get(words[0]) if words else None
+
+
+def requests_for(verb: str) -> list[str]:
+    """A few customer requests for a tool whose verb is `verb`."""
+    verb = " ".join(verb.split())
+    if not verb:
+        return []
+    words = verb.split()
+    obj = " ".join(words[1:]) or verb
+    kind = kind_of(verb)
+    return [p.format(x=obj, v=verb, V=verb[:1].upper() + verb[1:]) for p in PHRASINGS.get(kind, PHRASINGS[None])]
+
+
+# What a message sounds like when it asks for an action of a kind (folded text, word boundaries).
+_CUES = {
+    "search": r"tiene[ns]?|vende[ns]?|venta|cuanto (cuesta|cuestan|vale|valen)|precio|busco|buscando|comprar|catalogo|"
+              r"opciones|do you (have|sell)|how much|price|looking for|buy|find me|show me|muestrame",
+    "status": r"como va|en que (va|estado)|estado|donde (esta|va)|ya (llego|despacharon|resolvieron)|cuando (llega|me llega)|"
+              r"status|update on|where is|track|cuanto (debo|tengo que pagar)|cuantos|cuantas|me quedan|left",
+    "report": r"abr(ir|a|e|an) (un|el|mi|otro) |no (me )?(funciona|sirve|prende|tengo|llega|carga)|se (cae|cayo|dano|me dano)|dano|falla|problema|"
+              r"queja|reclamo|reportar|not working|broken|keeps dropping|down|issue|problem|complaint|report",
+    "book": r"agendar|programar|reservar|que dia pueden|venga|vengan|manden|book|schedule|reserve|appointment",
+    "cancel": r"cancel|anul|ya no (necesito|voy)|reprogram|cambiar la fecha|no voy a estar|reschedul",
+    "change": r"cambiar|cambio|actualiz|modific|subir|pasarme|upgrade|update|change",
+    "handover": r"asesor|persona|humano|alguien de verdad|human|agent|someone real",
+    "return": r"devolver|devolucion|cambiar (el|la) .* que (me )?llego|return|refund",
+}
+_CUE_PATTERNS = {kind: re.compile(rf"\b({pattern})") for kind, pattern in _CUES.items()}
+
+
+def kinds_asked(folded: str) -> set[str]:
+    """The kinds of action a (normalised, folded) message sounds like it asks for."""
+    return {kind for kind, pattern in _CUE_PATTERNS.items() if pattern.search(folded)}

@@ -1,0 +1,52 @@
+"""Pre-routing of one message (R6), end to end: the cheap check, then — only when it says a tool
+is needed — the router call, then the composed instruction. Anything unclear on the way gives
+no route, and the turn proceeds exactly as it would without routing.
+
+`route_message` returns the route (or None) and a record of the decision for the turn's steps
+(the gate's candidates and reason, what the router said), so a re-run replays the decision
+instead of asking again (R10).
+"""
+
+from dataclasses import dataclass
+
+from runtime.model_client import Endpoint
+from runtime.routing.candidates import ToolCard, catalog_index
+from runtime.routing.compose import compose_instruction
+from runtime.routing.gate import check
+from runtime.routing.router import Facts, ask_router
+
+
+@dataclass(frozen=True)
+class Route:
+    tool: str  # the model-visible name of the one tool the routed step shows
+    verb: str
+    facts: Facts
+    instruction: str
+
+    def to_dict(self) -> dict:
+        return {"tool": self.tool, "verb": self.verb, "facts": self.facts.to_dict(), "instruction": self.instruction}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Route":
+        return cls(tool=data["tool"], verb=data.get("verb", ""), facts=Facts.from_dict(data["facts"]),
+                   instruction=data["instruction"])
+
+
+def route_message(*, cards: list[ToolCard], conversation: list[dict], endpoint: Endpoint) -> tuple[Route | None, dict]:
+    """`conversation`: [{"role": "user" | "assistant", "content"}…], the message to route last."""
+    gate = check(catalog_index(cards), conversation)
+    record = {"gate": {"needs_tool": gate.needs_tool, "reason": gate.reason, "candidates": gate.candidates}}
+    if not gate.needs_tool:
+        return None, record
+    by_name = {card.name: card for card in cards}
+    candidates = [by_name[name] for name, _score in gate.candidates if name in by_name]
+    facts, said = ask_router(endpoint=endpoint, conversation=conversation, candidates=candidates)
+    record["router"] = said
+    if facts is None:
+        record["outcome"] = "unclear"
+        return None, record
+    card = by_name[facts.tool]
+    route = Route(tool=card.name, verb=card.verb or card.title or card.name, facts=facts,
+                  instruction=compose_instruction(card=card, facts=facts))
+    record["outcome"] = "routed"
+    return route, record

@@ -1,0 +1,19 @@
+"""Dashboard pages of the runtime (A2): conversations and their turns, the truncation report,
+the playground, webhooks. Support staff read; only admins change anything or talk to the agent (T4)."""
+
+from django.urls import path
+
+from runtime.views import conversations, playground, truncations, webhooks
+
+urlpatterns = [
+    path("conversations/", conversations.conversations_page, name="conversations"),
+    path("conversations/<uuid:pk>/", conversations.conversation_page, name="conversation"),
+    path("truncations/", truncations.truncations_page, name="truncations"),
+    path("playground/", playground.playground_page, name="playground"),
+    path("playground/messages/", playground.playground_post, name="playground_post"),
+    path("turns/<uuid:pk>/events/", playground.turn_events, name="turn_events"),
+    path("webhooks/", webhooks.webhooks_page, name="webhooks"),
+    path("webhooks/<uuid:pk>/", webhooks.webhook_change, name="webhook_change"),
+    path("webhooks/<uuid:pk>/secret/", webhooks.webhook_rotate, name="webhook_rotate"),
+    path("webhooks/<uuid:pk>/delete/", webhooks.webhook_delete, name="webhook_delete"),
+]

@@ -1,0 +1,72 @@
+"""The playground: an admin talks to the agent through the same channel service a channel uses
+(`runtime.channel`), and watches the turn's status events and reply arrive live over SSE.
+
+`turn_events` is the dashboard's variant of the API's event stream: the same events, for a
+signed-in user of the tenant instead of an API key."""
+
+from django.core.handlers.asgi import ASGIRequest
+from django.db import connection
+from django.http import JsonResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from asixto.errors import error_body
+from runtime import channel, events
+from runtime.forms import PlaygroundMessageForm
+from runtime.models import Conversation, Turn
+from tenants.access import admin_page, tenant_page
+
+PLAYGROUND_CHANNEL = "playground"
+
+
+def model_configured(tenant) -> bool:
+    return bool(tenant.model_base_url and tenant.model_name)
+
+
+@admin_page
+def playground_page(request):
+    return render(request, "runtime/playground.html", {
+        "nav": "playground", "form": PlaygroundMessageForm(initial={"language": request.tenant.language}),
+        "model_configured": model_configured(request.tenant),
+    })
+
+
+@admin_page
+@require_POST
+def playground_post(request):
+    """Post the admin's message as a channel would: 202 with the turn and where to watch it."""
+    form = PlaygroundMessageForm(request.POST)
+    if not form.is_valid():
+        fields = {name: [str(error) for error in errors] for name, errors in form.errors.items()}
+        return JsonResponse(error_body("invalid", _("The message has invalid fields."), fields), status=400)
+    data = form.cleaned_data
+    if data["conversation"]:
+        # Only the playground's own conversations: a real customer's never gets a test message.
+        conversation = get_object_or_404(Conversation.objects.all(), pk=data["conversation"], channel_name=PLAYGROUND_CHANNEL)
+    else:
+        conversation = channel.conversation_start(data={
+            "channel_kind": data["channel_kind"] or "chat", "channel_name": PLAYGROUND_CHANNEL,
+            "customer_ref": f"playground:{request.user.username}"[:200], "language": (data["language"] or "").lower(),
+        })
+    turn = channel.message_post(conversation=conversation, text=data["text"]).turn
+    return JsonResponse({
+        "turn": str(turn.pk), "conversation": str(conversation.pk),
+        "events_url": reverse("dashboard:turn_events", args=[turn.pk]),
+        "conversation_url": reverse("dashboard:conversation", args=[conversation.pk]),
+    }, status=202)
+
+
+@tenant_page
+def turn_events(request, pk):
+    """Server-sent events of one turn of this tenant (R9): status events, then the reply."""
+    turn = get_object_or_404(Turn.objects.only("id"), pk=pk)
+    after = request.headers.get("Last-Event-ID") or request.GET.get("after") or "0"
+    after = int(after) if after.isdigit() and len(after) < 19 else 0
+    stream = events.astream if isinstance(request, ASGIRequest) else events.stream
+    response = StreamingHttpResponse(stream(schema=connection.schema_name, turn_id=turn.pk, after=after),
+                                     content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response

@@ -1,0 +1,280 @@
+"""Webhooks: a finished turn's reply pushed to the channel that posted it (a WhatsApp bridge, a
+voice gateway), so integrations need not poll.
+
+An API key may carry one callback URL (`ChannelWebhook`). When a turn started by that key ends —
+answered or failed — the turn service calls `turn_finished` once the reply is committed; it
+queues `webhook_deliver`, which POSTs the JSON below, signed, and is retried with backoff:
+
+    POST <url>
+    Content-Type: application/json
+    X-Asixto-Event: turn.finished
+    X-Asixto-Delivery: <uuid, the same on every attempt: drop a repeat>
+    X-Asixto-Attempt: 1
+    X-Asixto-Timestamp: <unix seconds>
+    X-Asixto-Signature: v1=<hex HMAC-SHA256(secret, "<timestamp>." + body)>
+
+A receiver recomputes the signature over the raw body (`verify`), compares in constant time and
+rejects old timestamps. The secret is shown once, at creation and at each rotation.
+
+Outbound rules are the MCP servers' (M2): the URL is checked when it is set and again before
+every attempt; redirects are never followed; the answer is read up to a cap within a deadline.
+A network failure, a timeout, 408, 429 and 5xx are retried after ASIXTO_WEBHOOK_RETRY_DELAYS;
+any other answer is final. Every attempt is a `WebhookDelivery` row.
+"""
+
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+
+import httpx
+from django.conf import settings
+from django.db import connection, transaction
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from asixto.errors import ApplicationError
+from runtime.models import ChannelWebhook, Turn, WebhookDelivery
+from tenants.models import ApiKey
+from tools.mcp.errors import parse_retry_after
+from tenants.outbound import OutboundRefused, check_url, refusal_of
+from tenants.outbound_http import outbound_client
+
+log = logging.getLogger(__name__)
+
+EVENT = "turn.finished"
+SECRET_PREFIX = "whsec_"
+MAX_ANSWER_BYTES = 16 * 1024  # of the receiver's answer: only its status matters
+MAX_RETRY_AFTER = 3600.0
+RETRYABLE_STATUSES = {408, 429}
+_client: httpx.Client | None = None
+_client_lock = threading.Lock()
+
+
+# ---------------------------------------------------------------- signing (pure)
+
+def new_secret() -> str:
+    return SECRET_PREFIX + secrets.token_urlsafe(32)
+
+
+def sign(*, secret: str, timestamp: int, body: bytes) -> str:
+    """The `X-Asixto-Signature` value: HMAC-SHA256 over "<timestamp>." + body."""
+    digest = hmac.new(secret.encode(), str(timestamp).encode() + b"." + body, hashlib.sha256).hexdigest()
+    return f"v1={digest}"
+
+
+def verify(*, secret: str, timestamp: str, body: bytes, signature: str, tolerance: float = 300, now: float | None = None) -> bool:
+    """What a receiver does: the signature matches and the timestamp is recent (no replays)."""
+    if not timestamp.isdigit() or abs((time.time() if now is None else now) - int(timestamp)) > tolerance:
+        return False
+    return hmac.compare_digest(sign(secret=secret, timestamp=int(timestamp), body=body), signature)
+
+
+# ---------------------------------------------------------------- retry policy (pure)
+
+def is_retryable(status_code: int | None) -> bool:
+    """No answer at all (refused, reset, timeout), 408, 429 and 5xx may pass; anything else will
+    not change by sending the same thing again."""
+    return status_code is None or status_code in RETRYABLE_STATUSES or status_code >= 500
+
+
+def retry_delay(*, attempt: int, status_code: int | None, retry_after: float | None = None,
+                delays: list[float] | None = None) -> float | None:
+    """Seconds before the next attempt after a failed `attempt` (1-based), or None: final."""
+    delays = settings.ASIXTO_WEBHOOK_RETRY_DELAYS if delays is None else delays
+    if not is_retryable(status_code) or attempt > len(delays):
+        return None
+    delay = delays[attempt - 1]
+    if retry_after is not None:  # the receiver said when; bounded, never sooner than planned
+        delay = max(delay, min(retry_after, MAX_RETRY_AFTER))
+    return delay
+
+
+# ---------------------------------------------------------------- managing webhooks (services)
+
+def check_callback_url(url: str) -> None:
+    """M2 at the time the URL is set: an ApplicationError naming the `url` field if refused."""
+    try:
+        check_url(url)
+    except OutboundRefused as exc:
+        raise ApplicationError(exc.message, fields={"url": [exc.message]}) from exc
+
+
+def tenant_keys(*, tenant_id):
+    """The tenant's active API keys that may carry a webhook (ApiKey is in the public schema:
+    the tenant filter is the isolation here)."""
+    return ApiKey.objects.filter(tenant_id=tenant_id, revoked_at__isnull=True).exclude(scope=ApiKey.Scope.OPERATOR)
+
+
+def webhook_create(*, api_key: ApiKey, url: str) -> tuple[ChannelWebhook, str]:
+    """A webhook for `api_key`; returns it and its secret (shown this once)."""
+    check_callback_url(url)
+    if ChannelWebhook.objects.filter(api_key_id=api_key.pk).exists():
+        raise ApplicationError(_("This key already has a webhook: change its URL instead."),
+                               code="conflict", fields={"api_key": [_("This key already has a webhook.")]})
+    secret = new_secret()
+    webhook = ChannelWebhook.objects.create(api_key_id=api_key.pk, api_key_prefix=api_key.prefix, url=url, secret=secret)
+    return webhook, secret
+
+
+def webhook_update(*, webhook: ChannelWebhook, data: dict) -> ChannelWebhook:
+    if "url" in data:
+        check_callback_url(data["url"])
+    for name in ("url", "enabled"):
+        if name in data:
+            setattr(webhook, name, data[name])
+    webhook.save()
+    return webhook
+
+
+def webhook_rotate_secret(*, webhook: ChannelWebhook) -> str:
+    """A new secret, effective for the next attempt; the old one stops signing at once."""
+    secret = new_secret()
+    webhook.secret = secret
+    webhook.secret_rotated_at = timezone.now()
+    webhook.save(update_fields=["secret", "secret_rotated_at", "updated_at"])
+    return secret
+
+
+# ---------------------------------------------------------------- queueing
+
+def turn_finished(*, turn: Turn) -> None:
+    """Called by the turn service once a turn's reply is committed: queue the delivery to the
+    posting key's webhook, if it has an enabled one and the key is still active (a revoked key's
+    integration gets nothing more)."""
+    if turn.api_key_id is None:
+        return
+    webhook = ChannelWebhook.objects.filter(api_key_id=turn.api_key_id, enabled=True).only("id").first()
+    if webhook is None or not ApiKey.objects.filter(pk=turn.api_key_id, revoked_at__isnull=True).exists():
+        return
+    from runtime.tasks import webhook_deliver  # the tasks module imports the turn service
+
+    webhook_deliver.delay(str(webhook.pk), str(turn.pk), str(uuid.uuid4()))
+
+
+# ---------------------------------------------------------------- delivering
+
+def payload(*, turn: Turn, delivery_id: str) -> dict:
+    """What the receiver gets: enough to answer the customer without another request."""
+    conversation = turn.conversation
+    return {
+        "event": EVENT,
+        "delivery_id": delivery_id,
+        "turn_id": str(turn.pk),
+        "conversation_id": str(turn.conversation_id),
+        "status": turn.status,
+        "reply": turn.reply.text if turn.reply_id else "",
+        "error": turn.error_code or None,
+        "message": {"id": str(turn.message_id), "external_id": turn.message.external_id},
+        "channel_kind": conversation.channel_kind,
+        "channel_name": conversation.channel_name,
+        "customer_ref": conversation.customer_ref,
+        "language": conversation.language,
+        "created_at": turn.created_at.isoformat(),
+        "started_at": turn.started_at.isoformat() if turn.started_at else None,
+        "finished_at": turn.finished_at.isoformat() if turn.finished_at else None,
+        "turn_url": reverse("api:turn-detail", args=[turn.pk]),
+    }
+
+
+def http_client() -> httpx.Client:
+    """The one place the webhook HTTP client is built: pooled, thread-safe, no cookies, never
+    following a redirect (which would skip the outbound check), and connecting only to addresses
+    the outbound rules checked at connect time (M2: a name that rebinds to a private address
+    between the check and the connection is refused)."""
+    global _client
+    if _client is None:
+        with _client_lock:
+            if _client is None:
+                _client = outbound_client(
+                    limits=httpx.Limits(max_connections=200, max_keepalive_connections=20),
+                    headers={"User-Agent": "asixto-webhooks/1"},
+                )
+    return _client
+
+
+@dataclass(frozen=True)
+class Answer:
+    status_code: int
+    retry_after: float | None
+    location: str
+
+
+def _post(url: str, body: bytes, headers: dict, deadline: float) -> Answer:
+    """One POST. The receiver's answer is read up to MAX_ANSWER_BYTES and within the deadline,
+    then dropped: a receiver that streams forever or sends gigabytes costs nothing."""
+    started = time.monotonic()
+    timeout = httpx.Timeout(deadline, connect=min(deadline, 5.0))
+    with http_client().stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
+        size = 0
+        for chunk in response.iter_raw():
+            size += len(chunk)
+            if size >= MAX_ANSWER_BYTES or time.monotonic() - started > deadline:
+                break
+        return Answer(response.status_code, parse_retry_after(response.headers.get("retry-after")),
+                      response.headers.get("location", "")[:200])
+
+
+def deliver(*, webhook_id, turn_id, delivery_id: str, attempt: int) -> float | None:
+    """One attempt, recorded. Returns the seconds to wait before the next attempt, or None when
+    this one was final (delivered, refused, a final answer, attempts used up, webhook gone)."""
+    webhook = ChannelWebhook.objects.filter(pk=webhook_id).first()
+    turn = Turn.objects.select_related("conversation", "message", "reply").filter(pk=turn_id).first()
+    if webhook is None or turn is None or not webhook.enabled:
+        return None  # deleted or switched off meanwhile: nothing to send, nothing to record
+    body = json.dumps(payload(turn=turn, delivery_id=delivery_id), ensure_ascii=False, separators=(",", ":")).encode()
+    stamp = int(time.time())
+    headers = {
+        "Content-Type": "application/json", "X-Asixto-Event": EVENT, "X-Asixto-Delivery": delivery_id,
+        "X-Asixto-Attempt": str(attempt), "X-Asixto-Timestamp": str(stamp),
+        "X-Asixto-Signature": sign(secret=webhook.secret, timestamp=stamp, body=body),
+    }
+    record = {"webhook": webhook, "turn": turn, "delivery_id": delivery_id, "attempt": attempt, "url": webhook.url}
+    started = time.monotonic()
+    status_code, retry_after, error = None, None, ""
+    try:
+        check_url(webhook.url)  # again before each attempt: DNS answers change (M2)
+    except OutboundRefused as exc:
+        _record(record, WebhookDelivery.Outcome.REFUSED, None, exc.message, started)
+        return None
+    if not connection.in_atomic_block:
+        connection.close()  # hold no database connection while the receiver takes its time (P4)
+    try:
+        answer = _post(webhook.url, body, headers, settings.ASIXTO_WEBHOOK_TIMEOUT)
+        status_code, retry_after = answer.status_code, answer.retry_after
+        if 300 <= status_code < 400:
+            error = _("The receiver answered with a redirect (%(location)s); webhooks follow none.") % {
+                "location": answer.location or "?"}
+        elif status_code >= 400:
+            error = _("The receiver answered HTTP %(status)s.") % {"status": status_code}
+    except httpx.TimeoutException:
+        error = _("No answer within %(seconds)s s.") % {"seconds": f"{settings.ASIXTO_WEBHOOK_TIMEOUT:g}"}
+    except httpx.HTTPError as exc:  # refused, reset, a TLS certificate that does not verify
+        refused = refusal_of(exc)
+        if refused is not None:  # the name now resolves somewhere the rules refuse: final, not retried
+            _record(record, WebhookDelivery.Outcome.REFUSED, None, refused.message, started)
+            return None
+        error = _("The connection failed: %(reason)s") % {"reason": type(exc).__name__}
+    if status_code is not None and 200 <= status_code < 300:
+        _record(record, WebhookDelivery.Outcome.DELIVERED, status_code, "", started)
+        return None
+    delay = None if status_code is not None and status_code < 400 else retry_delay(
+        attempt=attempt, status_code=status_code, retry_after=retry_after)
+    outcome = WebhookDelivery.Outcome.FAILED if delay is None else WebhookDelivery.Outcome.RETRYING
+    _record(record, outcome, status_code, error, started)
+    return delay
+
+
+def _record(record: dict, outcome: str, status_code: int | None, error: str, started: float) -> None:
+    with transaction.atomic():
+        WebhookDelivery.objects.update_or_create(
+            delivery_id=record["delivery_id"], attempt=record["attempt"],
+            defaults={**record, "outcome": outcome, "status_code": status_code, "error": error[:500],
+                      "duration_ms": (time.monotonic() - started) * 1000},
+        )

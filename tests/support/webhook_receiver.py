@@ -1,0 +1,68 @@
+"""A webhook receiver on a loopback port, as a channel integration would run one:
+
+    receiver = Receiver([500, 200])            # answers each POST with the next status; the last repeats
+    with serve_asgi(receiver.app()) as url:    # callback URL: f"{url}/hook"
+        ...
+    receiver.received                          # [Received(headers, body, path), ...] in order
+    receiver.arrived.wait(30)                  # set at each request
+
+Extra behaviours: `location` (sent with 3xx answers), `answer_bytes` (a body that large),
+`endless` (a 200 whose body never ends)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def json(self):
+        return json.loads(self.body)
+
+
+@dataclass
+class Receiver:
+    statuses: list[int] = field(default_factory=lambda: [200])
+    location: str = ""
+    answer_bytes: int = 2
+    endless: bool = False
+    received: list[Received] = field(default_factory=list)
+    arrived: threading.Event = field(default_factory=threading.Event)
+
+    def app(self):
+        async def app(scope, receive, send):
+            if scope["type"] == "lifespan":
+                while True:
+                    message = await receive()
+                    await send({"type": message["type"] + ".complete"})
+                    if message["type"] == "lifespan.shutdown":
+                        return
+            body = b""
+            while True:
+                message = await receive()
+                body += message.get("body", b"")
+                if not message.get("more_body"):
+                    break
+            headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+            self.received.append(Received(scope["path"], headers, body))
+            status = self.statuses[min(len(self.received), len(self.statuses)) - 1]
+            self.arrived.set()
+            response_headers = [(b"content-type", b"application/json")]
+            if self.location:
+                response_headers.append((b"location", self.location.encode()))
+            await send({"type": "http.response.start", "status": status, "headers": response_headers})
+            if self.endless:
+                for _ in range(600):
+                    await send({"type": "http.response.body", "body": b"x" * 1024, "more_body": True})
+                    await asyncio.sleep(0.05)
+            await send({"type": "http.response.body", "body": b"{" + b" " * max(0, self.answer_bytes - 2) + b"}"})
+
+        return app
