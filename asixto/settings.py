@@ -243,6 +243,7 @@ SPECTACULAR_SETTINGS = {
         "ApiKeyScopeEnum": "tenants.models.ApiKey.Scope",
         "NewApiKeyScopeEnum": ["channel", "admin"],
         "UserRoleEnum": "accounts.models.User.Role",
+        "ChannelEnum": ["chat", "voice"],
     },
     "GET_LIB_DOC_EXCLUDES": "asixto.api.schema_doc_excludes",
     # "Try it out" keeps the key between reloads of the docs.

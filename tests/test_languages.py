@@ -28,6 +28,7 @@ from tests.conftest import PASSWORD
 from tests.support.mcp_servers import serve_asgi
 from tests.support.po import parse
 from tests.tools.gateway_support import certified_tool
+from runtime.models import Conversation, Message, Turn
 from tools.models import CatalogVersion, Tool, ToolCall
 
 ROOT = Path(settings.BASE_DIR)
@@ -123,16 +124,18 @@ def world(alpha, settings):
                 error_params={"where": "soporte", "status": 502, "method": "tools/call"},
             )
             person = User.objects.get(username="sam")
-        yield {"tool": tool, "blocked": blocked, "version": version, "call": call, "person": person, "server": tool.server}
+            conversation = Conversation.objects.create(channel_kind="chat", channel_name="whatsapp", language="es", customer_ref="573001234567")
+            message = Message.objects.create(conversation=conversation, role="customer", text="¿Tienen routers?")
+            Turn.objects.create(conversation=conversation, message=message, status=Turn.Status.FAILED, error_code="model_not_configured")
+        yield {"conversation": conversation, "tool": tool, "blocked": blocked, "version": version, "call": call, "person": person, "server": tool.server}
 
 
 def page_args(name, objects):
     """Example arguments for each dashboard page that takes some."""
     return {
         "server_edit": {"pk": objects["server"].pk}, "server_versions": {"pk": objects["server"].pk},
-        "server_status": {"pk": objects["server"].pk},
         "catalog_version": {"pk": objects["version"].pk}, "tool": {"pk": objects["tool"].pk},
-        "call": {"pk": objects["call"].pk}, "password_reset": {"uidb64": "MQ", "token": "not-a-token"},
+        "call": {"pk": objects["call"].pk}, "conversation": {"pk": objects["conversation"].pk}, "password_reset": {"uidb64": "MQ", "token": "not-a-token"},
     }.get(name)
 
 
@@ -151,6 +154,8 @@ def dashboard_pages(objects):
     walk(get_resolver("asixto.urls").url_patterns)
     pages = []
     for pattern in found:
+        if pattern.name in NOT_PAGES:
+            continue
         kwargs = page_args(pattern.name, objects)
         if kwargs is None:
             # A page not listed above gets made-up arguments: fine for POST-only endpoints (405
@@ -160,6 +165,9 @@ def dashboard_pages(objects):
     return pages
 
 
+# Endpoints that answer data for a page's script, not a page: the sync poll (JSON), a turn's
+# event stream (SSE).
+NOT_PAGES = {"server_status", "turn_events"}
 PLACEHOLDER_ARGUMENT = {"UUIDConverter": "00000000-0000-4000-8000-000000000000", "IntConverter": 999999}
 
 
@@ -209,7 +217,7 @@ def test_every_page_shows_one_language(alpha, world, language):
     known = probes()
     assert len(known["es"]) > 100 and len(known["en"]) > 100
     found = {label: leaks(html, language, known) for label, html in render_all(alpha, world, language)}
-    assert {"servers", "catalog", "tool", "call", "people", "settings", "500", "404", "console outcome"} <= set(found)
+    assert {"servers", "catalog", "tool", "call", "people", "settings", "conversation", "500", "404", "console outcome"} <= set(found)
     assert not {label: texts for label, texts in found.items() if texts}, f"other-language text in {language} pages"
 
 
