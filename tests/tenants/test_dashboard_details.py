@@ -54,14 +54,17 @@ def test_it_shows_a_favicon_on_every_page(alpha):
 
 
 def test_it_uses_one_date_format_on_every_page():
-    """A2: every template formats dates the same way, and the long and short forms agree per language."""
+    """A2: every template formats moments the same way (and days, for date ranges), and the long
+    and short forms agree per language."""
     formatted = []
     for template in TEMPLATES.rglob("*.html"):
-        formatted += re.findall(r'\|date:"([^"]*)"', template.read_text())
-    assert formatted and set(formatted) == {"SHORT_DATETIME_FORMAT"}
+        formatted += [double or single for double, single in re.findall(r"""\|date(?::"([^"]*)"|:'([^']*)')?""", template.read_text())]
+    # Y-m-d: the value of an <input type="date">, which browsers show in their own format.
+    assert "SHORT_DATETIME_FORMAT" in formatted and set(formatted) <= {"SHORT_DATETIME_FORMAT", "SHORT_DATE_FORMAT", "Y-m-d"}
     for language, _name in settings.LANGUAGES:
         with translation.override(language):
             assert formats.get_format("DATETIME_FORMAT") == formats.get_format("SHORT_DATETIME_FORMAT")
+            assert formats.get_format("DATE_FORMAT") == formats.get_format("SHORT_DATE_FORMAT")
 
 
 def test_the_landing_page_names_this_servers_host_and_port(db):
