@@ -4,12 +4,15 @@ here, so the rule that a tenant always keeps one active admin has one home.
 
 Every function runs in the current tenant's schema (users live there, T1)."""
 
+import logging
+import smtplib
+
 from django.conf import settings
 from django.contrib.auth import password_validation
 from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
-from django.db import transaction
+from django.db import IntegrityError, connection, transaction
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.encoding import force_bytes
@@ -20,6 +23,7 @@ from accounts.models import User
 from asixto.errors import ApplicationError
 from tenants.models import Tenant
 
+log = logging.getLogger(__name__)
 USERNAME_FIELD = User._meta.get_field("username")
 
 
@@ -45,10 +49,11 @@ def _check_password(password: str, user: User):
         raise ApplicationError(_("The user cannot be saved."), fields={"password": list(exc.messages)}) from exc
 
 
-@transaction.atomic
 def user_create(*, username: str, role: str, email: str = "", password: str = "", invite_base_url: str = "") -> User:
     """Add a person with a role. With a password, they can sign in at once; without one, they
-    get an e-mail with a link to choose it (an invitation), so an e-mail address is required."""
+    get an e-mail with a link to choose it (an invitation), so an e-mail address is required.
+    `user.invitation_sent` says whether the invitation went out (None: not yet, it leaves when
+    the caller's transaction commits)."""
     if role not in User.Role.values:
         raise ApplicationError(_("The user cannot be saved."), fields={"role": [_("Unknown role.")]})
     username = _check_username(username)
@@ -64,10 +69,20 @@ def user_create(*, username: str, role: str, email: str = "", password: str = ""
         user.set_password(password)
     else:
         user.set_unusable_password()
-    user.save()
+    try:
+        with transaction.atomic():
+            user.save()
+    except IntegrityError as exc:  # the same name, added a moment ago by someone else
+        raise ApplicationError(
+            _("The user cannot be saved."), fields={"username": [_("A user with this username already exists.")]}
+        ) from exc
+    user.invitation_sent = None
     if not password:
-        # Sent once the row is committed: a rolled-back user must not receive a working link.
-        transaction.on_commit(lambda: password_link_send(user=user, base_url=invite_base_url, invitation=True))
+        if connection.in_atomic_block:
+            # Sent once the caller's transaction commits: a rolled-back user gets no working link.
+            transaction.on_commit(lambda: password_link_send(user=user, base_url=invite_base_url, invitation=True))
+        else:
+            user.invitation_sent = password_link_send(user=user, base_url=invite_base_url, invitation=True)
     return user
 
 
@@ -152,5 +167,9 @@ def password_link_send(*, user: User, base_url: str, invitation: bool = False) -
     context = {"user": user, "link": password_link(user=user, base_url=base_url), "invitation": invitation}
     subject = render_to_string("registration/password_link_subject.txt", context).strip()
     body = render_to_string("registration/password_link_email.txt", context)
-    send_mail(subject, body, None, [user.email])
+    try:
+        send_mail(subject, body, None, [user.email])
+    except (smtplib.SMTPException, OSError):  # the mail server is down or refuses: say so, keep the user
+        log.warning("The password link for user %s could not be sent", user.pk, exc_info=True)
+        return False
     return True

@@ -8,6 +8,7 @@ from django.contrib.auth import views as auth_views
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path, reverse_lazy
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from accounts import services
@@ -16,6 +17,11 @@ from accounts.models import User
 from asixto.errors import ApplicationError
 from tenants.access import admin_page, tenant_page
 from tenants.pages import list_page
+
+
+MAIL_FAILED = gettext_lazy(
+    "The e-mail for %(name)s could not be sent (the mail server did not accept it). Try Send password link later."
+)
 
 
 def _dashboard_url(request) -> str:
@@ -41,6 +47,8 @@ def people_page(request):
         else:
             if form.cleaned_data["password"]:
                 messages.success(request, _("%(name)s can sign in now.") % {"name": user.username})
+            elif user.invitation_sent is False:
+                messages.error(request, MAIL_FAILED % {"name": user.username})
             else:
                 messages.success(request, _("Invitation sent to %(email)s.") % {"email": user.email})
             return redirect("dashboard:people")
@@ -75,10 +83,12 @@ def person_update(request, pk):
 @require_POST
 def person_password_link(request, pk):
     person = get_object_or_404(User, pk=pk)
-    if services.password_link_send(user=person, base_url=_dashboard_url(request), invitation=not person.has_usable_password()):
+    if not person.is_active or not person.email:
+        messages.error(request, _("%(name)s has no e-mail address or is deactivated.") % {"name": person.username})
+    elif services.password_link_send(user=person, base_url=_dashboard_url(request), invitation=not person.has_usable_password()):
         messages.success(request, _("A link to choose a password was sent to %(email)s.") % {"email": person.email})
     else:
-        messages.error(request, _("%(name)s has no e-mail address or is deactivated.") % {"name": person.username})
+        messages.error(request, MAIL_FAILED % {"name": person.username})
     return redirect("dashboard:people")
 
 

@@ -24,11 +24,10 @@ from accounts.models import User
 from examples.soporte.definitions import ABRIR_CASO_SOPORTE
 from examples.soporte.desk import SupportDesk
 from examples.soporte.server import build_app
-from tests.conftest import PASSWORD
+from runtime.models import Conversation, Message, Turn
 from tests.support.mcp_servers import serve_asgi
 from tests.support.po import parse
 from tests.tools.gateway_support import certified_tool
-from runtime.models import Conversation, Message, Turn
 from tools.models import CatalogVersion, Tool, ToolCall
 
 ROOT = Path(settings.BASE_DIR)

@@ -31,3 +31,13 @@ class UserUpdateSerializer(StrictSerializer):
     email = serializers.EmailField(required=False, allow_blank=True)
     role = serializers.ChoiceField(choices=User.Role.choices, required=False)
     is_active = serializers.BooleanField(required=False, help_text="false removes the person's access at once.")
+
+
+class UserCreatedSerializer(UserSerializer):
+    invitation_sent = serializers.BooleanField(
+        read_only=True, allow_null=True, default=None,
+        help_text="Whether the invitation e-mail was accepted by the mail server (null: no invitation).",
+    )
+
+    class Meta(UserSerializer.Meta):
+        fields = UserSerializer.Meta.fields + ["invitation_sent"]

@@ -27,14 +27,14 @@ class UserListCreateView(generics.ListAPIView):
         return User.objects.order_by("username")
 
     @extend_schema(
-        request=s.UserCreateSerializer, responses={201: s.UserSerializer},
+        request=s.UserCreateSerializer, responses={201: s.UserCreatedSerializer},
         description="Add a person with a role. Without a password, an invitation is e-mailed (email is then required).",
     )
     def post(self, request):
         data = s.UserCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         user = services.user_create(**data.validated_data, invite_base_url=_dashboard_url(request))
-        return Response(s.UserSerializer(user).data, status=status.HTTP_201_CREATED)
+        return Response(s.UserCreatedSerializer(user).data, status=status.HTTP_201_CREATED)
 
 
 class UserDetailView(APIView):
@@ -62,6 +62,8 @@ class UserPasswordLinkView(APIView):
     def post(self, request, pk):
         user = get_object_or_404(User, pk=pk)
         invitation = not user.has_usable_password()
-        if not services.password_link_send(user=user, base_url=_dashboard_url(request), invitation=invitation):
+        if not user.is_active or not user.email:
             raise ApplicationError(_("This person has no e-mail address or is deactivated."), code="no_email")
+        if not services.password_link_send(user=user, base_url=_dashboard_url(request), invitation=invitation):
+            raise ApplicationError(_("The mail server did not accept the e-mail. Try again later."), code="mail_failed", status_code=503)
         return Response(s.UserSerializer(user).data, status=status.HTTP_202_ACCEPTED)

@@ -72,3 +72,24 @@ def test_it_sends_nothing_to_a_deactivated_person(alpha, mailoutbox):
         User.objects.filter(username="sam").update(email="sam@example.com", is_active=False)
     alpha.dashboard().post("/password/forgot/", {"email": "sam@example.com"})
     assert mailoutbox == []
+
+
+def test_a_mail_server_that_refuses_is_reported_and_keeps_the_person(alpha, settings):
+    """A4, T4: with SMTP configured and the server down, sending a link says so (no 500); the
+    person stays; the API answers 503 mail_failed."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", port, 5
+    with alpha.schema():
+        User.objects.filter(username="sam").update(email="sam@example.com")
+        sam_id = User.objects.get(username="sam").pk
+    page = alpha.dashboard("ana").post(f"/people/{sam_id}/password-link/", follow=True, HTTP_ACCEPT_LANGUAGE="en")
+    assert page.status_code == 200 and "could not be sent" in page.content.decode()
+    response = alpha.api().post(f"/api/v1/users/{sam_id}/password-link")
+    assert response.status_code == 503 and response.json()["error"]["code"] == "mail_failed"
+    with alpha.schema():
+        assert User.objects.filter(pk=sam_id, is_active=True).exists()
