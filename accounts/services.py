@@ -4,12 +4,14 @@ here, so the rule that a tenant always keeps one active admin has one home.
 
 Every function runs in the current tenant's schema (users live there, T1)."""
 
+import hashlib
 import logging
 import smtplib
 
 from django.conf import settings
 from django.contrib.auth import password_validation
 from django.contrib.auth.tokens import default_token_generator
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.core.mail import send_mail
 from django.db import IntegrityError, connection, transaction
@@ -157,6 +159,20 @@ def password_link(*, user: User, base_url: str) -> str:
     # The dashboard's URLconf by name: API requests and workers may have another one active.
     path = reverse("dashboard:password_reset", urlconf=settings.ROOT_URLCONF, kwargs={"uidb64": uid, "token": token})
     return f"{base_url.rstrip('/')}{path}"
+
+
+PASSWORD_LINKS_PER_HOUR = 3
+
+
+def password_link_allowed(*, address: str) -> bool:
+    """At most a few "forgot your password" e-mails per address and hour, so the form cannot be
+    used to flood someone's inbox. Counted in the cache (its keys carry the tenant's schema)."""
+    key = f"password-links:{hashlib.sha256(address.encode()).hexdigest()}"
+    cache.add(key, 0, timeout=3600)
+    try:
+        return cache.incr(key) <= PASSWORD_LINKS_PER_HOUR
+    except ValueError:  # expired between add and incr
+        return True
 
 
 def password_link_send(*, user: User, base_url: str, invitation: bool = False) -> bool:

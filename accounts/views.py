@@ -109,8 +109,10 @@ def password_forgot(request):
     The answer is the same whether the address is known or not (no list of addresses to fish)."""
     form = PasswordForgotForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        for person in User.objects.filter(email__iexact=form.cleaned_data["email"], is_active=True):
-            services.password_link_send(user=person, base_url=_dashboard_url(request))
+        address = form.cleaned_data["email"].lower()
+        if services.password_link_allowed(address=address):
+            for person in User.objects.filter(email__iexact=address, is_active=True):
+                services.password_link_send(user=person, base_url=_dashboard_url(request))
         messages.success(request, _("If the address belongs to someone here, a link to choose a password is on its way."))
         return redirect("dashboard:login")
     return render(request, "accounts/password_forgot.html", {"form": form})

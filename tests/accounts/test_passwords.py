@@ -93,3 +93,12 @@ def test_a_mail_server_that_refuses_is_reported_and_keeps_the_person(alpha, sett
     assert response.status_code == 503 and response.json()["error"]["code"] == "mail_failed"
     with alpha.schema():
         assert User.objects.filter(pk=sam_id, is_active=True).exists()
+
+
+def test_the_forgot_form_sends_a_few_links_per_address_and_hour(alpha, mailoutbox):
+    """T4, A4: the form cannot flood an inbox: past three links an hour, the same answer, no mail."""
+    with alpha.schema():
+        User.objects.filter(username="sam").update(email="sam@example.com")
+    answers = [alpha.dashboard().post("/password/forgot/", {"email": "Sam@Example.com"}, follow=True) for _ in range(5)]
+    assert len(mailoutbox) == 3
+    assert len({str(list(page.context["messages"])[0]) for page in answers}) == 1
