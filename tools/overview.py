@@ -44,8 +44,10 @@ def overview(*, now=None) -> dict:
         + sum(row["count"] for row in tools if row["value"] == Tool.Certification.BLOCKED)
         + calls["failed"] + calls["violations"]
     )
+    unsynced = sum(row["count"] for row in servers if row["value"] not in (McpServer.SyncStatus.OK, McpServer.SyncStatus.ERROR))
     return {
         "servers": servers, "server_total": sum(row["count"] for row in servers), "failing_servers": failing_servers,
+        "unsynced": unsynced,
         "tools": tools, "tool_total": sum(row["count"] for row in tools),
         "calls": calls, "by_outcome": by_outcome, "latest_violations": latest, "attention": attention,
     }

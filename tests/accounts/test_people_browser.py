@@ -7,6 +7,7 @@ from contextlib import contextmanager
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from examples.soporte.definitions import ABRIR_CASO_SOPORTE
 from examples.soporte.desk import SupportDesk
@@ -120,13 +121,21 @@ def _confirm_a_console_call(browser, base, tool, desk):
 
 
 def test_pages_fit_a_phone_width_screen(committed_world, live_server_port):  # noqa: F811
-    """A2: at 375 px wide no page scrolls sideways; wide tables scroll inside themselves."""
+    """A2: at 375 px wide no page scrolls sideways, long tool names included; wide tables scroll
+    inside themselves."""
+    tool = certified_tool(committed_world, "http://127.0.0.1:9", definition=ABRIR_CASO_SOPORTE, slug="soporte_tecnico")
+    with committed_world.schema():
+        call = ToolCall.objects.create(
+            tool=tool, tool_name=tool.prefixed_name, channel="chat", idempotency_key="k" * 60, outcome="timeout",
+            started_at=timezone.now(), request_ids=["req_" + "a" * 20], arguments={"descripcion": "x" * 300},
+        )
+    connection.set_schema_to_public()
     base = f"http://{committed_world.domain}:{live_server_port}"
     with chromium() as browser:
         context = browser.new_context(viewport={"width": 375, "height": 740}, extra_http_headers={"Accept-Language": "es"})
         page = context.new_page()
         sign_in(page, base, "ana")
-        for path in PHONE_PAGES:
+        for path in (*PHONE_PAGES, f"/tools/{tool.pk}/", f"/calls/{call.pk}/", "/conversations/", "/truncations/"):
             page.goto(f"{base}{path}")
             overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
             assert overflow <= 0, (path, overflow)

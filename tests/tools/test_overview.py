@@ -42,6 +42,10 @@ def test_it_answers_everything_is_fine_when_it_is(alpha):
     page = alpha.dashboard("sam").get("/", HTTP_ACCEPT_LANGUAGE="en")
     assert page.context["attention"] == 0
     assert "Everything is fine" in page.content.decode()
+    with alpha.schema():
+        _server("erp", McpServer.SyncStatus.NEVER)
+    page = alpha.dashboard("sam").get("/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "Everything is fine" not in page and "1 server has not finished a sync yet" in page
 
 
 def test_it_counts_what_needs_attention_and_links_to_it(alpha):
