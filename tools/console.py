@@ -9,7 +9,7 @@ empty string never reaches a server that would accept it (a support case with no
 from django.conf import settings
 from django.utils import translation
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 VERB_KEY = "com.asixto/verb"
 
@@ -43,10 +43,12 @@ def _kind(schema: dict) -> str:
 
 def _limits(schema: dict) -> str:
     parts = []
-    if "minLength" in schema:
-        parts.append(_("at least %(n)s characters") % {"n": schema["minLength"]})
-    if "maxLength" in schema:
-        parts.append(_("at most %(n)s characters") % {"n": schema["maxLength"]})
+    if isinstance(schema.get("minLength"), int):
+        n = schema["minLength"]
+        parts.append(ngettext("at least %(n)s character", "at least %(n)s characters", n) % {"n": n})
+    if isinstance(schema.get("maxLength"), int):
+        n = schema["maxLength"]
+        parts.append(ngettext("at most %(n)s character", "at most %(n)s characters", n) % {"n": n})
     if "minimum" in schema:
         parts.append(_("from %(n)s") % {"n": schema["minimum"]})
     if "maximum" in schema:

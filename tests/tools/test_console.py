@@ -142,3 +142,20 @@ def test_the_model_reads_argument_problems_in_the_conversations_language(alpha, 
     assert outcome.outcome == "invalid_arguments" and desk.case_count == 0
     for text in expected:
         assert text in outcome.model_text, outcome.model_text
+
+
+def test_the_field_guide_reads_naturally_in_both_languages():
+    """A3: the console's guide to a tool's fields: required first, kinds and limits in words, with
+    the right plural."""
+    from django.utils import translation
+
+    from tools.console import field_guide
+
+    schema = ABRIR_CASO_SOPORTE["inputSchema"]
+    with translation.override("es"):
+        rows = {row["name"]: row for row in field_guide(schema)}
+    assert [name for name in rows] == ["documento", "tipo", "descripcion", "prioridad"]
+    assert rows["descripcion"]["limits"] == "al menos 1 carácter, como máximo 400 caracteres"
+    assert rows["tipo"]["kind"] == "uno de falla, instalacion, cobro" and not rows["prioridad"]["required"]
+    with translation.override("en"):
+        assert field_guide(schema)[0]["limits"] == "at least 1 character, at most 20 characters"
