@@ -65,3 +65,11 @@ class ListPagination(LimitOffsetPagination):
     """Every list: `?limit=` and `?offset=`, 50 by default, never more than `max_limit` (A1, A4)."""
 
     max_limit = 200
+
+
+def schema_doc_excludes():
+    """Classes whose docstrings the OpenAPI schema must not repeat on every serializer and view
+    (drf-spectacular's GET_LIB_DOC_EXCLUDES): DRF's own, and the strict mixin's note for developers."""
+    from drf_spectacular.plumbing import get_lib_doc_excludes
+
+    return [*get_lib_doc_excludes(), StrictMixin]

@@ -176,6 +176,19 @@ AXES_VERBOSE = False
 # How many reverse proxies (load balancers) sit in front of the web servers: the client's
 # address is then taken from X-Forwarded-For. 0 (default): the peer address is the client.
 ASIXTO_TRUSTED_PROXIES = envint("ASIXTO_TRUSTED_PROXIES", 0)
+# E-mail (invitations and password links, T4): printed on the console unless an SMTP server
+# is configured (EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend and EMAIL_HOST…).
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = envint("EMAIL_PORT", 25)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = envbool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", 10)  # seconds: a slow mail server must not hang a request
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "Asixto <no-reply@localhost>")
+# How long an invitation or password link works.
+PASSWORD_RESET_TIMEOUT = envint("ASIXTO_PASSWORD_LINK_SECONDS", 3 * 24 * 3600)
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = envbool("SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
@@ -184,6 +197,8 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 LANGUAGE_CODE = "es"
 LANGUAGES = [("es", "Español"), ("en", "English")]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+# One date format on every page, per language (asixto/formats/<language>/formats.py).
+FORMAT_MODULE_PATH = ["asixto.formats"]
 USE_I18N = True
 TIME_ZONE = "UTC"
 USE_TZ = True
@@ -210,7 +225,10 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Asixto API",
-    "DESCRIPTION": "Channel and admin API of Asixto. Authenticate with `Authorization: Bearer <API key>`.",
+    "DESCRIPTION": (
+        "Channel and admin API of Asixto. Authenticate with `Authorization: Bearer <API key>` "
+        "(in these docs: **Authorize**, then *Try it out*)."
+    ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
@@ -219,6 +237,17 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # One name per set of choices where two fields share a name (the schema must build without a
+    # warning: tests/tenants/test_api_schema.py).
+    "ENUM_NAME_OVERRIDES": {
+        "ApiKeyScopeEnum": "tenants.models.ApiKey.Scope",
+        "NewApiKeyScopeEnum": ["channel", "admin"],
+        "UserRoleEnum": "accounts.models.User.Role",
+        "ChannelEnum": ["chat", "voice"],
+    },
+    "GET_LIB_DOC_EXCLUDES": "asixto.api.schema_doc_excludes",
+    # "Try it out" keeps the key between reloads of the docs.
+    "SWAGGER_UI_SETTINGS": {"persistAuthorization": True},
 }
 
 LOGGING = {

@@ -12,6 +12,7 @@ app_name = "api"
 
 urlpatterns = [
     path("", include("tenants.api.urls")),
+    path("", include("accounts.api.urls")),
     path("", include("tools.api.urls")),
     path("", include("runtime.api.urls")),
     path("schema/", SpectacularAPIView.as_view(urlconf="asixto.urls_api_schema"), name="schema"),

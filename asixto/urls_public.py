@@ -2,7 +2,8 @@
 
 from django.contrib import admin
 from django.urls import include, path
-from django.views.generic import TemplateView
+
+from asixto.views import landing
 
 handler400 = "asixto.errors.bad_request"
 handler404 = "asixto.views.not_found"
@@ -12,5 +13,5 @@ urlpatterns = [
     path("api/v1/", include("asixto.urls_api")),
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
-    path("", TemplateView.as_view(template_name="public/landing.html"), name="landing"),
+    path("", landing, name="landing"),
 ]

@@ -49,7 +49,7 @@ class WebhookForm(forms.Form):
 
     def __init__(self, *args, keys=(), **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["api_key"].choices = [(str(key.pk), f"{key.name} (asx_{key.prefix}_…)") for key in keys]
+        self.fields["api_key"].choices = [(str(key.pk), f"{key.display_name} (asx_{key.prefix}_…)") for key in keys]
 
 
 class WebhookUrlForm(forms.Form):

@@ -35,14 +35,23 @@ class Fact:
     text: str
 
 
+# Languages that write the names of languages in lower case within a sentence ("en español").
+LOWER_CASE_LANGUAGE_NAMES = {"es", "pt", "fr", "it", "ca"}
+
+
 def language_name(code: str) -> str:
+    """The name of the language `code` in the active language (A3): "Spanish", or "español"."""
     try:
-        return translation.get_language_info(code)["name"]
+        info = translation.get_language_info(code)
     except KeyError:
         try:
-            return translation.get_language_info(code.split("-")[0])["name"]
+            info = translation.get_language_info(code.split("-")[0])
         except KeyError:
             return code
+    name = str(info["name_translated"])
+    if (translation.get_language() or "")[:2] in LOWER_CASE_LANGUAGE_NAMES:
+        name = name[:1].lower() + name[1:]
+    return name
 
 
 def recent_history(lines: list[Line], budget: int = HISTORY_BUDGET, older: int = 0) -> tuple[list[Line], int]:

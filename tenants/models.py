@@ -130,6 +130,15 @@ class ApiKey(models.Model):
     def __str__(self):
         return f"{self.name} ({self.prefix})"
 
+    # Names the platform gives the keys it makes, stored in English and shown in the reader's
+    # language (A3); names people give their keys are shown as they wrote them.
+    # (Tenants created before this have the Spanish name stored.)
+    PLATFORM_NAMES = {"First admin key": _("First admin key"), "Primera clave de administración": _("First admin key")}
+
+    @property
+    def display_name(self) -> str:
+        return str(self.PLATFORM_NAMES.get(self.name, self.name))
+
     @property
     def is_active(self):
         return self.revoked_at is None

@@ -75,7 +75,7 @@ def tenant_create(
         password = secrets.token_urlsafe(12)
         with schema_context(tenant.schema_name):
             User.objects.create_user(username=admin_username, password=password, role=User.Role.ADMIN)
-        _key, plaintext = api_key_create(tenant=tenant, name=_("First admin key"), scope=ApiKey.Scope.ADMIN)
+        _key, plaintext = api_key_create(tenant=tenant, name="First admin key", scope=ApiKey.Scope.ADMIN)
     return TenantCreation(tenant, domain, admin_username, password, plaintext)
 
 

@@ -1,4 +1,5 @@
-"""Dashboard pages of the tenants app: login, overview, agent settings, API keys.
+"""Dashboard pages of the tenants app: login, agent settings, API keys (the overview, which
+reads the catalog and the calls, lives in tools.overview).
 
 Every page runs in the tenant's schema (resolved by domain); users exist per schema, so a user
 of one tenant cannot sign in on another's domain (T1, T4)."""
@@ -11,15 +12,10 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from tenants import services
-from tenants.access import admin_page, tenant_page
+from tenants.access import admin_page
 from tenants.forms import ApiKeyForm, TenantSettingsForm
 from tenants.models import ApiKey, Tenant
 from tenants.pages import list_page
-
-
-@tenant_page
-def home(request):
-    return render(request, "dashboard/home.html", {"nav": "home"})
 
 
 @admin_page
@@ -52,14 +48,13 @@ def api_keys_page(request):
 def api_key_revoke(request, pk):
     key = get_object_or_404(ApiKey, tenant_id=request.tenant.pk, pk=pk)
     services.api_key_revoke(key=key)
-    messages.success(request, _("Key %(name)s revoked.") % {"name": key.name})
+    messages.success(request, _("Key %(name)s revoked.") % {"name": key.display_name})
     return redirect("dashboard:api_keys")
 
 
 urlpatterns = [
     path("login/", auth_views.LoginView.as_view(template_name="registration/login.html"), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("", home, name="home"),
     path("settings/", settings_page, name="settings"),
     path("api-keys/", api_keys_page, name="api_keys"),
     path("api-keys/<uuid:pk>/revoke/", api_key_revoke, name="api_key_revoke"),

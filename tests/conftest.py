@@ -116,3 +116,17 @@ def committed_world(django_db_setup, django_db_blocker):
         finally:
             connection.set_schema_to_public()
             Tenant.objects.get(pk=world.tenant.pk).delete(force_drop=True)
+
+
+@pytest.fixture(autouse=True)
+def _forget_counters():
+    """Failed sign-ins and password links are counted in Redis, outside the rolled-back
+    transaction: forget them after each test, so no later test finds `ana` locked out, or an
+    address out of links, because of an earlier one."""
+    yield
+    from django.core.cache import cache
+
+    client = cache._cache.get_client(write=True)
+    for pattern in ("*axes-*", "*password-links:*"):
+        for key in client.scan_iter(match=pattern):
+            client.delete(key)

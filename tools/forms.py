@@ -27,10 +27,24 @@ class ServerForm(forms.ModelForm):
         model = McpServer
         fields = ["slug", "name", "transport", "url", "command", "timeout_seconds", "enabled", "contract_mode"]
 
+    # Which fields belong to which transport: the page shows only the chosen transport's (the
+    # script in static/asixto/app.js reads these marks), and what is saved drops the others.
+    HTTP_TRANSPORTS = f"{McpServer.Transport.STREAMABLE_HTTP} {McpServer.Transport.SSE}"
+    TRANSPORT_FIELDS = {
+        "url": HTTP_TRANSPORTS, "headers_text": HTTP_TRANSPORTS, "clear_headers": HTTP_TRANSPORTS,
+        "command": McpServer.Transport.STDIO, "args_text": McpServer.Transport.STDIO,
+    }
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        choices = [("", "—")] + [(c.slug, f"{c.slug} — {c.description}") for c in ApprovedCommand.objects.filter(enabled=True)]
-        self.fields["command"].choices = choices
+        commands = list(ApprovedCommand.objects.filter(enabled=True))
+        self.fields["command"].choices = [("", "—")] + [(c.slug, f"{c.slug} — {c.description}") for c in commands]
+        if not commands:
+            self.fields["command"].help_text = _("No command is approved yet: a platform operator approves stdio commands in the Django admin.")
+        self.fields["transport"].choices = McpServer.Transport.choices  # no empty choice: HTTP by default
+        self.fields["transport"].initial = McpServer.Transport.STREAMABLE_HTTP
+        for name, transports in self.TRANSPORT_FIELDS.items():
+            self.fields[name].widget.attrs["data-transports"] = transports
         self.initial["args_text"] = "\n".join(self.instance.args or [])
         if not self.instance._state.adding:
             self.fields["slug"].disabled = True
@@ -60,6 +74,11 @@ class ServerForm(forms.ModelForm):
     def service_data(self):
         data = {name: self.cleaned_data[name] for name in self.Meta.fields if name in self.cleaned_data}
         data["args"] = self.cleaned_data["args_text"]
+        # Only the chosen transport's fields count (hidden ones may still hold what was typed).
+        if data.get("transport") == McpServer.Transport.STDIO:
+            data["url"] = ""
+        else:
+            data["command"], data["args"] = "", []
         if self.cleaned_data.get("clear_headers"):
             data["auth_headers"] = {}
         elif self.cleaned_data.get("headers_text"):

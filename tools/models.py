@@ -328,6 +328,11 @@ class ToolCall(models.Model):
     model_chars = models.PositiveIntegerField(default=0)
     truncated = models.BooleanField(default=False)
     violations = models.JSONField(default=list)  # [{"kind": ..., "detail": ...}], contract breaches
+    # Exactly what the model read, and the server's structured result with leaks and secrets
+    # cleaned out (bounded: gateway.call.bounded_result); each attempt's time in ms (G9).
+    model_text = models.TextField(blank=True, default="")
+    result = models.JSONField(null=True, blank=True)
+    attempt_ms = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-started_at"]

@@ -17,20 +17,26 @@ from django.views.decorators.http import require_POST
 from asixto.errors import ApplicationError
 from tenants.access import admin_page, tenant_page
 from tenants.pages import list_page
+from tools import console as console_help
 from tools import mcp, selectors, services
 from tools.api.serializers import ToolCallFilterSerializer, ToolFilterSerializer
-from tools.console import arguments_skeleton
 from tools.contract_views import urlpatterns as contract_urlpatterns
 from tools.forms import ConsoleForm, SampleArgumentsForm, ServerForm
 from tools.gateway import CallContext, call_tool, flush_records
+from tools.mcp.errors import render_error
 from tools.models import ToolCall
 from tools.server_quota import server_register
 
 TOOL_FILTER_CHOICES = 200
 
 
+# Service field names that the server form shows under another name.
+FORM_FIELD = {"args": "args_text", "auth_headers": "headers_text"}
+
+
 def _apply_service_errors(form, exc: ApplicationError):
     for field, errors in exc.fields.items():
+        field = FORM_FIELD.get(field, field)
         target = field if field in form.fields else None
         for error in errors:
             form.add_error(target, error)
@@ -105,27 +111,53 @@ def catalog_page(request):
     })
 
 
+def _console_call(request, tool, console) -> dict:
+    """The console's POST: refuse what cannot be sent, ask before a real write, else call."""
+    schema = tool.definition.get("inputSchema") or {}
+    if console_help.unavailable_reason(tool) or not console.is_valid() or request.POST.get("cancel"):
+        return {}  # a cancelled confirmation shows the form again with the same arguments
+    arguments = console.cleaned_data["arguments"]
+    unfilled = console_help.unfilled_fields(arguments, schema)
+    if unfilled:
+        console.add_error("arguments", _("Fill in the required fields first: %(names)s.") % {"names": ", ".join(unfilled)})
+        return {}
+    if console_help.needs_confirmation(tool) and request.POST.get("confirmed") != "yes":
+        return {"confirm": True}
+    context = CallContext(
+        channel=console.cleaned_data["channel"], idempotency_key=f"console-{uuid.uuid4().hex}",
+        conversation_id="console", source=ToolCall.Source.CONSOLE,
+    )
+    outcome = call_tool(tool_id=tool.pk, arguments=arguments, context=context)
+    flush_records()
+    return {"outcome": outcome, "outcome_view": outcome_view(outcome)}
+
+
+def outcome_view(outcome) -> dict:
+    """The outcome in the reader's words: label, what it means, the error in their language."""
+    label = ToolCall.Outcome(outcome.outcome).label if outcome.outcome in ToolCall.Outcome.values else outcome.outcome
+    error = render_error(outcome.error_code, outcome.error_params) if outcome.error_code else ""
+    return {"label": label, "help": console_help.OUTCOME_HELP.get(outcome.outcome, ""), "error": error}
+
+
 @tenant_page
 def tool_page(request, pk):
     tool = get_object_or_404(selectors.tools(include_removed=True), pk=pk)
     initial = {"sample_arguments": json.dumps(tool.sample_arguments, ensure_ascii=False, indent=2) if tool.sample_arguments is not None else ""}
     form = SampleArgumentsForm(request.POST if "sample_arguments" in request.POST else None, initial=initial)
-    skeleton = arguments_skeleton(tool.definition.get("inputSchema") or {})
+    schema = tool.definition.get("inputSchema") or {}
+    skeleton = console_help.arguments_skeleton(schema)
     console = ConsoleForm(
         request.POST if "arguments" in request.POST else None,
         initial={"arguments": json.dumps(skeleton, ensure_ascii=False, indent=2), "channel": "chat"},
     )
-    outcome = None
+    console_state = {}
     if request.method == "POST" and "arguments" in request.POST:
         if not request.user.is_tenant_admin:
             raise PermissionDenied
-        if console.is_valid():
-            context = CallContext(
-                channel=console.cleaned_data["channel"], idempotency_key=f"console-{uuid.uuid4().hex}",
-                conversation_id="console", source=ToolCall.Source.CONSOLE,
-            )
-            outcome = call_tool(tool_id=tool.pk, arguments=console.cleaned_data["arguments"], context=context)
-            flush_records()
+        console_state = _console_call(request, tool, console)
+        if "outcome" in console_state:
+            # A fresh form with what was sent: a confirmation never carries over to the next call.
+            console = ConsoleForm(initial={"arguments": request.POST["arguments"], "channel": console.cleaned_data["channel"]})
     elif request.method == "POST":
         if not request.user.is_tenant_admin:
             raise PermissionDenied
@@ -144,7 +176,9 @@ def tool_page(request, pk):
     violations = selectors.tool_calls(tool_id=tool.pk, violations_only=True)[:20]
     return render(request, "tools/tool.html", {
         "nav": "catalog", "tool": tool, "form": form, "definition": definition, "console": console,
-        "outcome": outcome, "violations": violations,
+        "violations": violations, "fields": console_help.field_guide(schema), "verb": console_help.tool_verb(tool),
+        "needs_confirmation": console_help.needs_confirmation(tool), "unavailable": console_help.unavailable_reason(tool),
+        **console_state,
     })
 
 
@@ -166,8 +200,17 @@ def calls_page(request):
 @tenant_page
 def call_page(request, pk):
     call = get_object_or_404(selectors.tool_calls(), pk=pk)
-    arguments = json.dumps(call.arguments, ensure_ascii=False, indent=2)
-    return render(request, "tools/call.html", {"nav": "calls", "call": call, "arguments": arguments})
+    times = call.attempt_ms or []
+    attempts = [
+        {"number": number, "request_id": request_id, "ms": times[number - 1] if number <= len(times) else None}
+        for number, request_id in enumerate(call.request_ids or [], start=1)
+    ]
+    return render(request, "tools/call.html", {
+        "nav": "calls", "call": call, "attempts": attempts,
+        "arguments": json.dumps(call.arguments, ensure_ascii=False, indent=2),
+        "result": json.dumps(call.result, ensure_ascii=False, indent=2) if call.result is not None else "",
+        "outcome_help": console_help.OUTCOME_HELP.get(call.outcome, ""),
+    })
 
 
 @admin_page

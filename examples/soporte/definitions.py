@@ -15,7 +15,8 @@ CAPABILITIES_KEY = "com.asixto/capabilities"
 VERB_KEY = "com.asixto/verb"
 
 ABRIR_CASO_SOPORTE: dict[str, Any] = {
-    # Name, title, description, schemas and annotations exactly as in the contract (seed 000).
+    # Name, title, description, schemas and annotations as in the contract (seed 000), plus
+    # `minLength: 1` on the required text: an empty description must not open a case.
     "name": "abrir_caso_soporte",
     "title": "Abrir caso de soporte",
     "description": (
@@ -28,9 +29,9 @@ ABRIR_CASO_SOPORTE: dict[str, Any] = {
         "additionalProperties": False,
         "required": ["documento", "tipo", "descripcion"],
         "properties": {
-            "documento": {"type": "string", "maxLength": 20},
+            "documento": {"type": "string", "minLength": 1, "maxLength": 20},
             "tipo": {"enum": ["falla", "instalacion", "cobro"]},
-            "descripcion": {"type": "string", "maxLength": 400},
+            "descripcion": {"type": "string", "minLength": 1, "maxLength": 400},
             "prioridad": {"type": ["string", "null"], "enum": ["alta", "normal", None]},
         },
     },

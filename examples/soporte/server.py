@@ -121,10 +121,20 @@ def _input_problem(tool_name: str, arguments: Mapping[str, Any]) -> str | None:
         unexpected = sorted(set(error.instance) - set(error.schema.get("properties", {})))
         return f"No se admite el dato «{unexpected[0]}»." if unexpected else "Hay datos que no se admiten."
     field = ".".join(str(part) for part in error.absolute_path) or "argumentos"
+    if error.validator == "minLength":
+        return f"El dato «{field}» no puede estar vacío."
     return f"El dato «{field}» no es válido."
 
 
+def _blank_text(arguments: Mapping[str, Any], *names: str) -> str | None:
+    """The first required text that holds only spaces (the schema's minLength lets it through)."""
+    return next((name for name in names if not str(arguments.get(name, "")).strip()), None)
+
+
 def _abrir_caso_soporte(desk: SupportDesk, arguments: Mapping[str, Any], meta: Mapping[str, Any]) -> types.CallToolResult:
+    blank = _blank_text(arguments, "documento", "descripcion")
+    if blank:
+        return business_error("INVALID_INPUT", f"El dato «{blank}» no puede estar vacío.")
     try:
         case = desk.open_case(
             documento=arguments["documento"],

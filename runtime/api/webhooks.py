@@ -120,6 +120,7 @@ class WebhookDetailView(APIView):
         data.is_valid(raise_exception=True)
         return Response(WebhookSerializer(webhooks.webhook_update(webhook=webhook, data=data.validated_data)).data)
 
+    @extend_schema(responses={204: None}, description="Remove the webhook: finished turns are no longer pushed.")
     def delete(self, request, pk):
         get_object_or_404(visible_webhooks(request), pk=pk).delete()
         return Response(status=status.HTTP_204_NO_CONTENT)

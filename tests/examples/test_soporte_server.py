@@ -290,3 +290,16 @@ def test_it_speaks_stateless_2026_07_28_on_the_wire(mcp_url: str) -> None:
     mismatched = post("tools/call", call_params, name="consultar_caso")
     assert mismatched.status_code == 400
     assert mismatched.json()["error"]["code"] == types.HEADER_MISMATCH
+
+
+@pytest.mark.parametrize("empty", ["", "   "])
+async def test_it_refuses_empty_required_text(mcp_url: str, desk: SupportDesk, empty: str) -> None:
+    """C3, G6: a required text left empty (or blank) opens no case: INVALID_INPUT naming the field,
+    and the schema says so up front (minLength), so the gateway refuses "" before calling."""
+    schema = ABRIR_CASO_SOPORTE["inputSchema"]["properties"]
+    assert schema["documento"]["minLength"] == 1 and schema["descripcion"]["minLength"] == 1
+    async with client_for(mcp_url, "2026-07-28") as client:
+        result = await client.call_tool("abrir_caso_soporte", {**CASE, "descripcion": empty}, meta=gateway_meta())
+    assert_business_error(result, "INVALID_INPUT")
+    assert "descripcion" in result.structured_content["error"]["user_message"]
+    assert desk.case_count == 0

@@ -121,8 +121,9 @@ def test_a_spanish_customer_gets_a_spanish_reply_whatever_the_instruction_langua
         turn = run(alpha, post(alpha, "¿Tienen routers disponibles en color rojo?", language="en"))
     routed, reply = model.requests[1], model.requests[3]
     assert "The customer's message asks for this step" in system_of(routed)
-    assert "Always answer the customer in Spanish." in system_of(routed)
-    assert "Always answer the customer in Spanish." in system_of(reply)
+    # Written in the pinned language, which the requests are composed in (A3).
+    assert "Responde siempre al cliente en español." in system_of(routed)
+    assert "Responde siempre al cliente en español." in system_of(reply)
     assert turn.reply.text == "Sí, tenemos routers."
 
 

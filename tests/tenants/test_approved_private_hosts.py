@@ -173,6 +173,6 @@ def test_model_endpoints_follow_the_same_rules_in_the_dashboard(alpha):
     form = page.context["form"]
     data = {name: value for name, value in form.initial.items() if value is not None and not isinstance(value, list)}
     data.update({"language": "es", "model_base_url": "https://10.0.5.20/v1", "policy_chat": ["read"], "policy_voice": ["read"]})
-    response = client.post("/settings/", data)
+    response = client.post("/settings/", data, HTTP_ACCEPT_LANGUAGE="en")
     assert response.status_code == 200 and "model_base_url" in response.context["form"].errors
     assert "operator" in " ".join(response.context["form"].errors["model_base_url"])

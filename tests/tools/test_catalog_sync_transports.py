@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
+from django.utils import translation
 
 from tenants.models import ApprovedCommand
 from tests.support.catalog_server import build_catalog_server, make_tools
@@ -37,6 +38,13 @@ EVERYTHING_TOOLS = [
     "toggle-simulated-logging", "toggle-subscriber-updates", "trigger-long-running-operation",
     "simulate-research-query",
 ]
+
+
+@pytest.fixture(autouse=True)
+def _in_english():
+    """These tests read the English messages (the interface's default language is Spanish)."""
+    with translation.override("en"):
+        yield
 
 
 @pytest.fixture

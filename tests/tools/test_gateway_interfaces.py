@@ -100,7 +100,7 @@ def test_it_runs_the_dashboard_console_for_admins_only(alpha):
         tool = certified_tool(alpha, url)
         admin = alpha.dashboard("ana")
         page = admin.get(f"/tools/{tool.pk}/").content.decode()
-        assert "&quot;consulta&quot;: &quot;&quot;" in page
+        assert "&quot;consulta&quot;: &quot;«" in page, "a marker, not an empty string"
         response = admin.post(f"/tools/{tool.pk}/", {"arguments": '{"consulta": "x"}', "channel": "chat"})
         assert response.status_code == 200 and response.context["outcome"].model_text == "Nada por aquí."
         assert '<pre id="model-text">Nada por aquí.</pre>' in response.content.decode()

@@ -11,11 +11,19 @@ import time
 from pathlib import Path
 
 import pytest
+from django.utils import translation
 
 from tests.support.catalog_server import PIDFILE_VAR, SECRET_VAR, make_tools
 from tools.mcp import McpError, ServerTarget, list_tools, probe
 
 SCRIPT = str(Path(__file__).resolve().parents[1] / "support" / "catalog_server.py")
+
+
+@pytest.fixture(autouse=True)
+def _in_english():
+    """These tests read the English messages (the interface's default language is Spanish)."""
+    with translation.override("en"):
+        yield
 
 
 def server(*args, env=None, **fields):

@@ -150,8 +150,8 @@ class ToolCallSerializer(serializers.ModelSerializer):
         model = ToolCall
         fields = [
             "id", "tool", "tool_name", "source", "turn_id", "conversation_id", "channel", "idempotency_key",
-            "request_ids", "attempts", "started_at", "duration_ms", "outcome", "http_status", "error", "arguments",
-            "result_chars", "model_chars", "truncated", "violations",
+            "request_ids", "attempts", "attempt_ms", "started_at", "duration_ms", "outcome", "http_status", "error", "arguments",
+            "result_chars", "model_chars", "truncated", "violations", "result", "model_text",
         ]
 
 

@@ -42,6 +42,7 @@ class ServerDetailView(APIView):
         server = services.server_update(server=server, data=data.validated_data)
         return Response(s.ServerSerializer(server).data)
 
+    @extend_schema(responses={204: None}, description="Remove the server and its catalog.")
     def delete(self, request, pk):
         get_object_or_404(selectors.servers(), pk=pk).delete()
         return Response(status=status.HTTP_204_NO_CONTENT)

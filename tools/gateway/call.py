@@ -13,6 +13,7 @@ for logs, with every configured secret of the server blanked out of both (T7).
 """
 
 import dataclasses
+import json
 import logging
 import random
 import time
@@ -53,6 +54,8 @@ KIND_OUTCOME = {
 }
 # A retry never starts with less than this left: it could only end as a timeout.
 MIN_RETRY_SECONDS = 0.05
+# How much of a server's (cleaned) result a call record keeps, in characters of JSON.
+RECORD_RESULT_CHARS = 20000
 
 
 @dataclass
@@ -89,6 +92,10 @@ class CallOutcome:
     error_type: str = ""
     result_chars: int = 0
     record_id: uuid.UUID | None = None
+    # What the server sent, cleaned (leaks and secrets out), for the call record: never sent
+    # to the model as such. None when no answer came.
+    result: object = None
+    attempt_ms: list[float] = field(default_factory=list)  # each attempt's time, in order
 
     @property
     def ok(self):
@@ -206,21 +213,13 @@ def _send(tool, arguments, context, company_id):
 
 
 def _attempts(tool, route, arguments, context, company_id, outcome):
-    server, max_bytes = route.server, settings.ASIXTO_MAX_RESULT_BYTES
     for attempt in range(1, MAX_ATTEMPTS + 1):
         request_id = f"req_{uuid.uuid4().hex[:20]}"
         outcome.attempts, outcome.request_ids = attempt, [*outcome.request_ids, request_id]
         meta = build_meta(context, request_id, company_id)
+        attempt_started = time.perf_counter()
         try:
-            if route.target is None:
-                answer = http.call(
-                    url=server.url, headers=route.headers, name=tool.name, arguments=arguments, meta=meta,
-                    deadline=route.deadline, timeout=server.timeout_seconds, max_bytes=max_bytes,
-                )
-                return outcome, answer.result
-            left = max(route.deadline - time.monotonic(), 0.001)
-            target = dataclasses.replace(route.target, operation_timeout=left, max_response_bytes=max_bytes)
-            return outcome, mcp.call_tool(target, tool.name, arguments, meta=meta)
+            return outcome, _attempt(tool, route, arguments, meta)
         except mcp.McpError as exc:
             outcome.http_status, outcome.retry_after = exc.http_status, exc.retry_after
             pause = 0.05 * 2**attempt * (0.5 + random.random())
@@ -231,7 +230,23 @@ def _attempts(tool, route, arguments, context, company_id, outcome):
                     kind = ToolCall.Outcome.REFUSED
                 return _failed(outcome, kind, exc.code, exc.params, route.secrets, tool), None
             time.sleep(pause)
+        finally:
+            outcome.attempt_ms = [*outcome.attempt_ms, round((time.perf_counter() - attempt_started) * 1000, 3)]
     raise AssertionError("unreachable")
+
+
+def _attempt(tool, route, arguments, meta):
+    """One request to the server: its result, or McpError."""
+    server, max_bytes = route.server, settings.ASIXTO_MAX_RESULT_BYTES
+    if route.target is None:
+        answer = http.call(
+            url=server.url, headers=route.headers, name=tool.name, arguments=arguments, meta=meta,
+            deadline=route.deadline, timeout=server.timeout_seconds, max_bytes=max_bytes,
+        )
+        return answer.result
+    left = max(route.deadline - time.monotonic(), 0.001)
+    target = dataclasses.replace(route.target, operation_timeout=left, max_response_bytes=max_bytes)
+    return mcp.call_tool(target, tool.name, arguments, meta=meta)
 
 
 def _failed(outcome, kind, code, params, secrets, tool):
@@ -303,6 +318,7 @@ def _judge(tool, shown_name, result, outcome, context, tenant) -> CallOutcome:
     found = {(f"leak:{leak.kind}", f"{leak.label} {leak.where}".strip()): None for leak in leaks}
     outcome.violations += [{"kind": kind, "detail": detail} for kind, detail in found]
     outcome.result_chars = seen.original_chars
+    outcome.result = seen.structured
     return outcome
 
 
@@ -313,6 +329,15 @@ def _server_said(text: str, secrets) -> str:
     """A server's text for the record: through the one sanitiser (secrets, tokens, traces and
     internal ids removed), cut to SERVER_TEXT_CHARS."""
     return for_model(text, channel="chat", budget=SERVER_TEXT_CHARS, language="en", secrets=secrets).text
+def bounded_result(result, limit: int = RECORD_RESULT_CHARS):
+    """The cleaned result as the record keeps it: whole up to `limit` characters of JSON, else
+    the start of its JSON text (a record must not grow with whatever a server sends)."""
+    if result is None:
+        return None
+    text = json.dumps(result, ensure_ascii=False, default=str)
+    if len(text) <= limit:
+        return result
+    return {"cut_at_chars": limit, "json_start": text[:limit]}
 
 
 def _record(tool, shown_name, arguments, context, outcome, started_at):
@@ -327,6 +352,7 @@ def _record(tool, shown_name, arguments, context, outcome, started_at):
         "error_params": outcome.error_params,
         "arguments": arguments if isinstance(arguments, dict) else {"_": str(arguments)[:500]},
         "result_chars": outcome.result_chars, "model_chars": len(outcome.model_text), "truncated": outcome.truncated,
-        "violations": outcome.violations,
+        "violations": outcome.violations, "model_text": outcome.model_text, "result": bounded_result(outcome.result),
+        "attempt_ms": outcome.attempt_ms,
     })
     return record_id

@@ -38,6 +38,7 @@ from referencing.exceptions import NoSuchResource, Unresolvable
 from referencing.jsonschema import specification_with
 
 from .keywords import SAFE_KEYWORDS, UnsafePattern, pattern_problem
+from .value_messages import reader_message
 
 # Problem kinds, each with one English sentence for records and logs; certification renders its
 # own translated findings from the kind and the detail.
@@ -368,9 +369,10 @@ class ValueProblem:
 _TOO_DEEP = ValueProblem("", "the value is nested too deeply to check")
 
 
-def _problem(error) -> ValueProblem:
+def _problem(error, *, in_reader_language=False) -> ValueProblem:
     # jsonschema quotes the whole offending value; a 100 KB string is no help to anyone reading.
-    message = error.message if len(error.message) <= 300 else error.message[:299] + "…"
+    message = reader_message(error) if in_reader_language else error.message
+    message = message if len(message) <= 300 else message[:299] + "…"
     return ValueProblem("/".join(str(part) for part in error.absolute_path)[:200], message)
 
 
@@ -406,12 +408,13 @@ def first_error(validator, instance) -> str | None:
 
 
 def all_errors(validator, instance, limit=3) -> str | None:
-    """Up to `limit` problems, so a model can correct all of them in one go (G2)."""
+    """Up to `limit` problems, so a model can correct all of them in one go (G2), in the active
+    language (the conversation's, when the gateway calls)."""
 
     def check():
         if validator.is_valid(instance):
             return []
-        errors = [_problem(e) for e in islice(validator.iter_errors(instance), _MAX_ERRORS_READ)]
+        errors = [_problem(e, in_reader_language=True) for e in islice(validator.iter_errors(instance), _MAX_ERRORS_READ)]
         return sorted(errors, key=lambda p: (p.where, p.message))
 
     return "; ".join(str(p) for p in _checked(check)[:limit]) or None
