@@ -1,6 +1,6 @@
 """P1: a tool call through the gateway against a bare HTTP POST of the same JSON-RPC body.
 
-    python bench/gateway_overhead.py [--blocks 20] [--block-size 25] [--tenants 1]
+    python bench/gateway_overhead.py [--blocks 20] [--block-size 25] [--tenants 1] [--profile]
 
 The example MCP server (examples/soporte) runs in its own process on loopback. "Bare" is an
 httpx POST of the exact body the gateway sends (same headers, keep-alive client). "Gateway" is
@@ -73,6 +73,7 @@ def main():
     parser.add_argument("--blocks", type=int, default=20)
     parser.add_argument("--block-size", type=int, default=25)
     parser.add_argument("--tenants", type=int, default=1)
+    parser.add_argument("--profile", action="store_true", help="profile one more gateway block and print where the time went")
     args = parser.parse_args()
     os.environ["ASIXTO_ALLOW_PRIVATE_HOSTS"] = "1"
     setup()
@@ -125,6 +126,17 @@ def main():
             assert outcome.ok, outcome
 
         bare_ms, gateway_ms = per_call_ms(bare, through_gateway, flush_records, blocks=args.blocks, block_size=args.block_size)
+        if args.profile:
+            import cProfile
+            import pstats
+
+            profiler = cProfile.Profile()
+            profiler.enable()
+            for _ in range(args.block_size * 4):
+                through_gateway()
+            flush_records()
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats(os.environ.get("BENCH_SORT", "cumulative")).print_stats(45)
         flush_records()
         stored = 0
         for tenant in tenants:

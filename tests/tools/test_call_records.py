@@ -155,3 +155,37 @@ def test_it_stores_a_record_with_unstorable_values_of_every_kind(committed_world
     assert "\x00" not in row.error and len(row.error) <= records.MAX_TEXT_CHARS
     assert row.arguments["nan"] is None and isinstance(row.arguments["obj"], str)
     assert row.request_ids == ["req_\ufffd"] and row.violations[0]["detail"] == "\ufffd"
+
+
+def test_a_batch_that_postgresql_refuses_still_stores_every_good_record(committed_world, django_db_blocker, monkeypatch):
+    """G9: records nothing can make storable — a tenant whose schema is gone, an id stored
+    already — fail their batch; the writer then stores the batch record by record, so their
+    neighbours (here, of two tenants) are all kept."""
+    from django.utils import timezone
+    from django_tenants.utils import schema_context
+
+    monkeypatch.setattr(records, "LINGER_SECONDS", 3600)  # one batch: everything below, then flush
+
+    def values(**changes):
+        return {"id": uuid.uuid4(), "tool_name": "crm__x", "channel": "chat", "idempotency_key": "k", "outcome": "ok",
+                "started_at": timezone.now(), **changes}
+
+    with django_db_blocker.unblock():
+        first, duplicate, last = values(), values(), values()
+        with committed_world.schema():
+            records.submit(duplicate)
+        flush_records()
+        with committed_world.schema():
+            records.submit(first)
+            records.submit(dict(duplicate, tool_name="crm__again"))
+        with schema_context("tenant_that_was_dropped"):
+            records.submit(values())
+        with schema_context("public"):
+            records.submit(values())  # the public schema has no call records either
+        with committed_world.schema():
+            records.submit(last)
+        connection.set_schema_to_public()
+        flush_records()
+        rows = stored(committed_world, [first["id"], duplicate["id"], last["id"]])
+    assert set(rows) == {first["id"], duplicate["id"], last["id"]}
+    assert rows[duplicate["id"]].tool_name == "crm__x"
