@@ -39,11 +39,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-from functools import lru_cache
-from pathlib import Path
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 
 import anyio
 import mcp_types as types
