@@ -189,3 +189,32 @@ def test_a_batch_that_postgresql_refuses_still_stores_every_good_record(committe
         rows = stored(committed_world, [first["id"], duplicate["id"], last["id"]])
     assert set(rows) == {first["id"], duplicate["id"], last["id"]}
     assert rows[duplicate["id"]].tool_name == "crm__x"
+
+
+def test_records_of_several_tenants_in_one_batch_each_land_in_their_own_schema(committed_world, django_db_blocker, monkeypatch, caplog):
+    """G9, T1: one batch with calls of two tenants (as on a worker serving many companies):
+    every record is stored, each in its own tenant's schema and only there, by the batch
+    itself (not by the record-by-record fallback)."""
+    from tenants.models import Tenant
+    from tests.conftest import build_world
+
+    monkeypatch.setattr(records, "LINGER_SECONDS", 3600)  # everything below in one batch
+    with django_db_blocker.unblock():
+        other = build_world(f"c{uuid.uuid4().hex[:10]}")
+        try:
+            made = {committed_world.tenant.schema_name: [], other.tenant.schema_name: []}
+            for index in range(12):
+                world = (committed_world, other)[index % 2]
+                with world.schema():
+                    outcome = call_tool(name=f"crm__nada_{index}", arguments={"n": index}, context=context())
+                made[world.tenant.schema_name].append(outcome.record_id)
+            connection.set_schema_to_public()
+            flush_records()
+            found = {world.tenant.schema_name: set(stored(world, [pk for ids in made.values() for pk in ids]))
+                     for world in (committed_world, other)}
+        finally:
+            connection.set_schema_to_public()
+            Tenant.objects.get(pk=other.tenant.pk).delete(force_drop=True)
+    assert found == {schema: set(ids) for schema, ids in made.items()}
+    assert all(len(ids) == 6 for ids in found.values())
+    assert "one by one" not in caplog.text

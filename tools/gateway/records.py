@@ -173,28 +173,36 @@ def _store(batch):
         try:
             _insert(rows)
             return
-        except (OperationalError, InterfaceError):
+        except (OperationalError, InterfaceError) as exc:
             # A dropped database connection: start a fresh one and try once more.
             connection.close()
-            if attempt == 2:
-                break
-        except DatabaseError:
+            failure = exc
+        except DatabaseError as exc:
+            failure = exc
             break
+    log.warning("a batch of %d call records failed (%s); storing them one by one", len(rows), failure)
     _insert_one_by_one(rows)
 
 
 def _insert(rows):
-    """COPY, one per schema, all in one transaction: a third of the CPU of an INSERT per row,
-    and this thread shares the interpreter with the calls."""
-    by_schema: dict[str, list] = {}
-    for schema, row in rows:
-        by_schema.setdefault(schema, []).append(row)
+    """The batch in one transaction, by COPY: a third of the CPU of an INSERT per row, and this
+    thread shares the interpreter with the calls. Records of one tenant go straight to its
+    table. Records of several tenants are copied once into a temporary table of the writer's
+    session, then moved to each tenant's table by INSERT … SELECT, all in one round trip: a
+    COPY per tenant costs three times the CPU."""
+    schemas = list(dict.fromkeys(schema for schema, _row in rows))
     with transaction.atomic(), connection.cursor() as cursor, connection.wrap_database_errors:
-        cursor.execute(_NO_FSYNC_WAIT)
-        for schema, schema_rows in by_schema.items():
-            with cursor.cursor.copy(_copy_sql(schema)) as copy:
-                for row in schema_rows:
+        if len(schemas) == 1:
+            cursor.execute(_NO_FSYNC_WAIT)
+            with cursor.cursor.copy(_copy_sql(schemas[0])) as copy:
+                for _schema, row in rows:
                     copy.write_row(row)
+            return
+        cursor.execute(f"{_NO_FSYNC_WAIT}; {_STAGING_TABLE}")
+        with cursor.cursor.copy(_STAGING_COPY) as copy:
+            for schema, row in rows:
+                copy.write_row([schema, *row])
+        cursor.execute("; ".join(_move_sql(schema) for schema in schemas))
 
 
 def _insert_one_by_one(rows):
@@ -224,6 +232,24 @@ _FIELDS = ToolCall._meta.concrete_fields
 _COLUMNS = ", ".join(connection.ops.quote_name(field.column) for field in _FIELDS)
 _PLACEHOLDERS = ", ".join(["%s"] * len(_FIELDS))
 _sql_by_schema: dict[tuple[str, str], str] = {}
+
+
+# Lives as long as the writer's session; emptied by every commit.
+_STAGING_TABLE = (
+    "CREATE TEMPORARY TABLE IF NOT EXISTS asixto_call_records (schema_name text, "
+    + ", ".join(f"{connection.ops.quote_name(field.column)} {field.db_type(connection)}" for field in _FIELDS)
+    + ") ON COMMIT DELETE ROWS"
+)
+_STAGING_COPY = f"COPY pg_temp.asixto_call_records (schema_name, {_COLUMNS}) FROM STDIN"
+
+
+def _move_sql(schema):
+    literal = "'" + schema.replace("'", "''") + "'"
+    return _statement(
+        "INSERT INTO {table} ({columns}) SELECT {columns} FROM pg_temp.asixto_call_records WHERE schema_name = "
+        + literal.replace("{", "{{").replace("}", "}}"),
+        schema,
+    )
 
 
 def _insert_sql(schema):
