@@ -1,6 +1,11 @@
+"""The ASGI application, for servers that prefer it (uvicorn); ./run serves WSGI."""
+
 import os
 
 from django.core.asgi import get_asgi_application
 
+from asixto.process import make_non_dumpable
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "asixto.settings")
+make_non_dumpable()
 application = get_asgi_application()

@@ -1,12 +1,39 @@
 """The Celery app. tenant-schemas-celery stamps each task with the schema it was sent from, and
-the worker runs it in that schema (T1)."""
+the worker runs it in that schema (T1).
+
+Call records (G9) are stored by a writer thread in each process. A prefork child leaves through
+`os._exit`, which skips `atexit`, so the worker flushes them itself: at the end of every task
+and when a child process shuts down.
+
+Every process of the project imports this module (asixto/__init__.py), so this is where a
+process makes itself non-dumpable (asixto/process.py): stdio MCP servers must not read it."""
 
 import os
 
+from celery.signals import task_postrun, worker_process_shutdown, worker_shutdown
 from tenant_schemas_celery.app import CeleryApp
+
+from asixto.process import make_non_dumpable
+
+make_non_dumpable()
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "asixto.settings")
 
 app = CeleryApp("asixto")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@task_postrun.connect(dispatch_uid="asixto-store-call-records")
+def _store_call_records(**_kwargs):
+    from tools.gateway import records
+
+    records.flush()
+
+
+@worker_process_shutdown.connect(dispatch_uid="asixto-stop-call-records-child")
+@worker_shutdown.connect(dispatch_uid="asixto-stop-call-records")
+def _stop_call_records(**_kwargs):
+    from tools.gateway import records
+
+    records.shutdown()

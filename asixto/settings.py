@@ -113,13 +113,28 @@ TEMPLATES = [
 
 WSGI_APPLICATION = "asixto.wsgi.application"
 
+# Connections come from a bounded pool per process (psycopg_pool through Django): a threaded
+# server or a busy worker reuses a few connections instead of opening one per thread until
+# PostgreSQL refuses. Every process holds at most DB_POOL_MAX_SIZE connections (a web worker
+# needs its threads + 1 for the call-record writer); DB_POOL_MAX_SIZE=0 turns the pool off
+# (for an external session-mode pooler), and DB_CONN_MAX_AGE then applies. django-tenants
+# sets search_path again on every checkout (it forgets it when a connection goes back).
+DB_POOL_MAX_SIZE = envint("DB_POOL_MAX_SIZE", 10)
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/asixto"),
-        conn_max_age=envint("DB_CONN_MAX_AGE", 60),
+        conn_max_age=0 if DB_POOL_MAX_SIZE else envint("DB_CONN_MAX_AGE", 0),
+        conn_health_checks=True,
         engine="django_tenants.postgresql_backend",
     )
 }
+if DB_POOL_MAX_SIZE:
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": min(envint("DB_POOL_MIN_SIZE", 1), DB_POOL_MAX_SIZE),
+        "max_size": DB_POOL_MAX_SIZE,
+        "timeout": envint("DB_POOL_TIMEOUT", 30),  # seconds a request waits for a free connection
+        "max_idle": 300,
+    }
 DATABASE_ROUTERS = ["django_tenants.routers.TenantSyncRouter"]
 # Set the schema search_path when it changes, not before every query (half the round trips).
 TENANT_LIMIT_SET_CALLS = True

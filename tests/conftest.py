@@ -86,12 +86,27 @@ def _stop_background_writers(django_db_setup):
 
 
 @pytest.fixture
-def alpha(worlds, db):
+def _call_records_rolled_back(worlds, django_db_blocker):
+    # Call records are written on the record writer's own connection, never in the caller's
+    # transaction (G9), so the rollback that ends a test does not take them: delete them.
+    yield
+    from tools.gateway import records
+    from tools.models import ToolCall
+
+    records.flush()
+    with django_db_blocker.unblock():
+        for world in worlds.values():
+            with schema_context(world.tenant.schema_name):
+                ToolCall.objects.all().delete()
+
+
+@pytest.fixture
+def alpha(worlds, _call_records_rolled_back, db):
     return worlds["alpha"]
 
 
 @pytest.fixture
-def beta(worlds, db):
+def beta(worlds, _call_records_rolled_back, db):
     return worlds["beta"]
 
 

@@ -9,6 +9,10 @@ os.environ.setdefault("ASIXTO_ALLOW_PRIVATE_HOSTS", "1")
 # The scripted models of the unrouted tests play one answer per request: a router call would
 # take one. Routing tests turn it on (tests/runtime/test_routing_*.py).
 os.environ.setdefault("ASIXTO_ROUTING", "0")
+# stdio test servers run with the venv's Python, which a machine may keep where an unprivileged
+# user cannot read it (/root): children keep the tests' own user, without any capability.
+# tests/tools/test_stdio_isolation.py runs them as an unprivileged user too.
+os.environ.setdefault("ASIXTO_STDIO_USER", "")
 _redis = urlsplit(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
 os.environ["REDIS_URL"] = urlunsplit(_redis._replace(path="/" + os.environ.get("ASIXTO_TEST_REDIS_DB", "15")))
 os.environ.pop("CELERY_BROKER_URL", None)

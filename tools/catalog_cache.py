@@ -4,8 +4,10 @@ Every call looks its tool up; the ORM query for that (tool + server) costs about
 most of a bare tool call (P1). Each tenant has a generation token in the shared cache (Redis,
 keyed by schema); anything that changes a tool or a server replaces it — at once, and again
 when the transaction commits, so no process keeps what it read in between. A process re-reads
-the token at most every REVALIDATE_SECONDS, so a change made elsewhere (an admin disabling a
+the tokens at most every REVALIDATE_SECONDS, so a change made elsewhere (an admin disabling a
 tool) reaches every worker within that time; a change made in this process applies at once.
+It re-reads the tokens of every tenant it knows in one round trip (MGET), so a worker serving
+hundreds of tenants does not pay one Redis request per call.
 Lookups inside a transaction never use or fill the cache: they may see uncommitted rows."""
 
 import time
@@ -15,11 +17,12 @@ from django.core.cache import cache
 from django.db import connection, transaction
 from django_tenants.utils import schema_context
 
-GENERATION_KEY = "tools:catalog-generation"
+GENERATION_KEY = "asixto:catalog-generation:{schema}"
 REVALIDATE_SECONDS = 0.25
 _MAX_ENTRIES = 10000
 _entries: dict[tuple, tuple[bytes, object]] = {}
-_generations: dict[str, tuple[float, bytes]] = {}  # schema → (when read, token)
+_generations: dict[str, bytes] = {}  # schema → token, as read at _read_at
+_read_at = 0.0
 
 
 def _redis():
@@ -27,9 +30,14 @@ def _redis():
     return cache._cache.get_client(write=True)
 
 
+def _key(schema):
+    return GENERATION_KEY.format(schema=schema)
+
+
 def _bump():
-    _redis().set(cache.make_key(GENERATION_KEY), uuid.uuid4().hex)  # make_key adds the schema
-    _generations.pop(connection.schema_name, None)
+    schema = connection.schema_name
+    _redis().set(_key(schema), uuid.uuid4().hex)
+    _generations.pop(schema, None)
 
 
 def catalog_changed():
@@ -45,18 +53,28 @@ def catalog_changed():
 
 
 def _generation(schema):
-    now = time.monotonic()
-    seen = _generations.get(schema)
-    if seen is not None and now - seen[0] < REVALIDATE_SECONDS:
-        return seen[1]
-    client, key = _redis(), cache.make_key(GENERATION_KEY)
-    token = client.get(key)
-    if token is None:
-        token = uuid.uuid4().hex.encode()
-        client.set(key, token, nx=True)
-        token = client.get(key)
-    _generations[schema] = (now, token)
-    return token
+    token = _generations.get(schema)
+    if token is not None and time.monotonic() - _read_at < REVALIDATE_SECONDS:
+        return token
+    return _read_generations(schema)[schema]
+
+
+def _read_generations(schema):
+    """Every known tenant's token (and `schema`'s) in one round trip."""
+    global _read_at
+    read_at = time.monotonic()
+    if len(_generations) >= _MAX_ENTRIES:
+        _generations.clear()
+    schemas = list({*_generations, schema})
+    client = _redis()
+    tokens = dict(zip(schemas, client.mget([_key(name) for name in schemas]), strict=True))
+    for name in [name for name, token in tokens.items() if token is None]:
+        # A tenant nobody has changed yet: give it a token (the first writer wins).
+        client.set(_key(name), uuid.uuid4().hex, nx=True)
+        tokens[name] = client.get(_key(name))
+    _generations.update(tokens)
+    _read_at = read_at
+    return tokens
 
 
 def cached(key: tuple, load):

@@ -12,6 +12,9 @@ runnable as a script to serve over stdio, with the venv's python and nothing els
     python tests/support/catalog_server.py --flood-forever     # noisy and never answers
     python tests/support/catalog_server.py --introspect        # one tool reporting env and cwd
     python tests/support/catalog_server.py --noisy-stdout      # prints a banner on stdout
+    python tests/support/catalog_server.py --spawn-helper setsid --helper-pidfile PATH
+                                       # leaves a sleeping helper behind (in a new session,
+                                       # or `group`: in its own process group), pid in PATH
 
 The misbehaving modes misbehave the hard way (blocking the event loop, ignoring SIGTERM and
 stdin EOF) so the client's kill path, not the server's good manners, is what a test proves.
@@ -39,6 +42,8 @@ from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
 
 PIDFILE_VAR = "ASIXTO_TEST_PIDFILE"
+# With --introspect: the pid of a process whose /proc environment the server tries to read.
+PEEK_VAR = "ASIXTO_TEST_PEEK_PID"
 SECRET_VAR = "ASIXTO_TEST_TOKEN"
 SERVER_NAME = "asixto-test-catalog"
 
@@ -119,8 +124,44 @@ def _introspection_tool() -> dict[str, Any]:
         "name": "entorno_proceso",
         "description": "Reports the environment and working directory of this process.",
         "inputSchema": {"type": "object"},
-        "_meta": {"com.example/env": dict(os.environ), "com.example/cwd": os.getcwd()},
+        "_meta": {
+            "com.example/env": dict(os.environ),
+            "com.example/cwd": os.getcwd(),
+            "com.example/uid": os.getuid(),
+            "com.example/cwdOwner": os.stat(os.getcwd()).st_uid,
+            "com.example/cwdWritable": os.access(os.getcwd(), os.W_OK),
+            "com.example/capabilities": _effective_capabilities(),
+            "com.example/peek": {pid: _peek(pid) for pid in (os.environ.get(PEEK_VAR), str(os.getppid())) if pid},
+        },
     }
+
+
+def _effective_capabilities() -> str:
+    with open("/proc/self/status") as status:
+        return next(line.split()[1] for line in status if line.startswith("CapEff:"))
+
+
+def _peek(pid: str) -> str:
+    """What reading another process's environment gives: the bytes, or why not."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            return environ.read().decode("utf-8", "replace")
+    except OSError as exc:
+        return f"refused: {exc.strerror}"
+
+
+def _spawn_helper(how: str, pidfile: str) -> None:
+    """A helper that sleeps for an hour and ignores SIGTERM: only a kill of everything the
+    server started ends it."""
+    import subprocess
+
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3600)"
+    helper = subprocess.Popen(
+        [sys.executable, "-c", code], start_new_session=how == "setsid", process_group=0 if how == "group" else None,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    with open(pidfile, "w") as out:
+        out.write(str(helper.pid))
 
 
 async def _serve(server: Server[Any], legacy: bool) -> None:
@@ -151,6 +192,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--introspect", action="store_true")
     parser.add_argument("--noisy-stdout", action="store_true")
     parser.add_argument("--pidfile", default=None, metavar="PATH")
+    parser.add_argument("--spawn-helper", choices=["setsid", "group"], default=None)
+    parser.add_argument("--helper-pidfile", default=None, metavar="PATH")
     args = parser.parse_args(argv)
 
     if PIDFILE_VAR in os.environ:
@@ -159,6 +202,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.pidfile:
         with open(args.pidfile, "a") as pidfile:
             pidfile.write(f"{os.getpid()}\n")
+    if args.spawn_helper:
+        _spawn_helper(args.spawn_helper, args.helper_pidfile)
     if args.hang or args.flood_forever:
         # A stuck server that also shrugs off SIGTERM: only SIGKILL ends it.
         signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -109,7 +109,7 @@ def test_it_syncs_an_approved_command_with_only_the_explicit_environment(alpha, 
     monkeypatch.setenv("ASIXTO_PLATFORM_SECRET", "must-not-leak")
     pidfile = tmp_path / "pids"
     approve("introspector", sys.executable, SCRIPT, "--introspect", "--pidfile", pidfile)
-    server = register_stdio(alpha, "introspector", timeout=5.0)
+    server = register_stdio(alpha, "introspector", timeout=30.0)
     with alpha.schema():
         version = catalog_sync(server=server)
         server.refresh_from_db()
@@ -165,7 +165,8 @@ def test_it_fails_a_first_sync_cleanly_when_the_stdio_server_misbehaves(alpha, t
     is killed and reaped, and nothing of the half-read catalog is stored."""
     pidfile = tmp_path / "pids"
     approve("catalogo", sys.executable, SCRIPT, "--pidfile", pidfile, *flags)
-    server = register_stdio(alpha, "catalogo", timeout=1.5)
+    # Room for the SDK import (over a second on a loaded machine) before the probe answers.
+    server = register_stdio(alpha, "catalogo", timeout=10.0)
     with alpha.schema():
         with pytest.raises(mcp.McpError) as failed:
             catalog_sync(server=server)
@@ -184,7 +185,7 @@ def test_it_keeps_the_previous_catalog_when_a_later_stdio_sync_crashes(alpha, in
     crashes on page 2, the error is recorded and the last good catalog stays as it was."""
     pidfile = tmp_path / "pids"
     approve("catalogo", sys.executable, SCRIPT, "--pidfile", pidfile, allow_extra_args=True)
-    server = register_stdio(alpha, "catalogo", args=["--tools", "25", "--page-size", "4"], timeout=5.0)
+    server = register_stdio(alpha, "catalogo", args=["--tools", "25", "--page-size", "4"], timeout=30.0)
     with alpha.schema():
         first = catalog_sync(server=server)
         before = list(Tool.objects.filter(server=server).order_by("position").values_list(

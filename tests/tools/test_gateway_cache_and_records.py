@@ -1,6 +1,11 @@
 """Outside a transaction (as on a worker), the gateway caches tool lookups and writes call
 records in batches; neither may cost correctness (M7, C, G9)."""
 
+import json
+import subprocess
+import sys
+import time
+
 from django.db import connection
 
 from tests.support.faults import FaultyPeer
@@ -29,3 +34,35 @@ def test_it_sees_a_disabled_tool_at_once_and_stores_every_record(committed_world
     assert (first.outcome, second.outcome, third.outcome) == ("ok", "ok", "unavailable")
     assert len(peer.calls) == 2
     assert stored == {first.record_id: "ok", second.record_id: "ok", third.record_id: "unavailable"}
+
+
+def test_another_process_sees_a_change_after_the_generation_bump(committed_world, django_db_blocker):
+    """C, M7: a worker process that has the tool in its lookup cache sees it disabled once this
+    process changes it: the cache re-reads the tenant's catalog generation in Redis."""
+    from tests.tools.test_call_records_exit import CEILING, ROOT, child_environment
+
+    with django_db_blocker.unblock():
+        tool = certified_tool(committed_world, "http://127.0.0.1:9")
+        connection.set_schema_to_public()
+        reader = subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "support" / "catalog_reader.py"), committed_world.tenant.schema_name],
+            env=child_environment(), cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        try:
+
+            def seen_available():
+                reader.stdin.write(tool.prefixed_name + "\n")
+                reader.stdin.flush()
+                return json.loads(reader.stdout.readline())["available"]
+
+            assert seen_available() is True and seen_available() is True  # now in its cache
+            with committed_world.schema():
+                tool_set_enabled(tool=Tool.objects.get(pk=tool.pk), enabled=False)
+            connection.set_schema_to_public()
+            deadline = time.monotonic() + CEILING
+            while seen_available() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert seen_available() is False, "the other process kept its cached tool"
+        finally:
+            reader.stdin.close()
+            reader.wait(CEILING)

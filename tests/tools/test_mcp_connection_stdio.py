@@ -3,20 +3,27 @@
 Every failure test checks the child is gone afterwards, not even a zombie: the test server
 writes its pid to a file the test names (through the explicit environment), and
 /proc/<pid>/status must no longer exist once the call has returned.
+
+No test bounds wall-clock time (that belongs in bench/): importing the SDK alone takes over a
+second on a loaded machine, so servers that should answer get a generous per-request limit,
+and servers that should time out are reached with their discovery result cached, so the
+request that times out is always the one under test.
 """
 
 import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from django.utils import translation
 
 from tests.support.catalog_server import PIDFILE_VAR, SECRET_VAR, make_tools
+from tests.support.faults import MODERN_DISCOVER
 from tools.mcp import McpError, ServerTarget, list_tools, probe
 
 SCRIPT = str(Path(__file__).resolve().parents[1] / "support" / "catalog_server.py")
+CEILING = 60.0  # seconds per request for servers that answer
+EXPECTED_TIMEOUT = 3.0  # for servers that never answer: any value works, the test waits it out
 
 
 @pytest.fixture(autouse=True)
@@ -27,6 +34,7 @@ def _in_english():
 
 
 def server(*args, env=None, **fields):
+    fields.setdefault("timeout", CEILING)
     return ServerTarget(transport="stdio", argv=(sys.executable, SCRIPT, *args), env=env or {}, **fields)
 
 
@@ -93,13 +101,11 @@ def test_it_runs_the_child_in_the_directory_the_target_names(tmp_path):
 
 
 def test_it_kills_and_reaps_a_server_that_hangs(tmp_path):
-    """M3, G3: a server that never answers (and ignores SIGTERM and stdin EOF) is a timeout
-    within the limit, and its process is killed and reaped."""
-    target, pid = watched(tmp_path, "--hang", timeout=1.0)
-    started = time.monotonic()
+    """M3, G3: a server that never answers (and ignores SIGTERM and stdin EOF) is a timeout,
+    and its process is killed and reaped (by the kill on shutdown: it never exits by itself)."""
+    target, pid = watched(tmp_path, "--hang", timeout=EXPECTED_TIMEOUT, discover=MODERN_DISCOVER)
     with pytest.raises(McpError) as caught:
         list_tools(target)
-    assert time.monotonic() - started < 3.0
     assert caught.value.kind == "timeout"
     assert "did not answer tools/list in time" in caught.value.message
     assert_reaped(pid())
@@ -126,7 +132,7 @@ def test_it_reports_a_crash_mid_listing_with_the_exit_status_and_stderr(tmp_path
 def test_it_drains_stderr_so_a_noisy_server_still_answers(tmp_path):
     """M3: 3 MB on stderr before answering would fill the pipe and block an undrained child;
     drained, the listing succeeds and the child is reaped."""
-    target, pid = watched(tmp_path, "--flood-stderr", "3000000", "--tools", "2", timeout=5.0)
+    target, pid = watched(tmp_path, "--flood-stderr", "3000000", "--tools", "2")
     assert len(list_tools(target)) == 2
     assert_reaped(pid())
 
@@ -134,7 +140,9 @@ def test_it_drains_stderr_so_a_noisy_server_still_answers(tmp_path):
 def test_it_keeps_only_a_bounded_stderr_tail_of_a_server_that_floods_forever(tmp_path):
     """M3: a server flooding stderr without end is stopped at the time limit; the message
     carries only a short tail of its output; the child is reaped."""
-    target, pid = watched(tmp_path, "--flood-forever", timeout=1.0)
+    # Cached discovery, and time for the SDK import: the server floods from its start, so the
+    # tail has noise once it times out.
+    target, pid = watched(tmp_path, "--flood-forever", timeout=10.0, discover=MODERN_DISCOVER)
     with pytest.raises(McpError) as caught:
         list_tools(target)
     assert caught.value.kind == "timeout"
@@ -155,11 +163,9 @@ def test_it_reports_a_program_that_cannot_start(tmp_path):
 def test_it_reports_a_server_that_prints_on_stdout_as_a_protocol_error(tmp_path):
     """M3, M4: a stray print on stdout is not JSON-RPC: a clear protocol error at once, not a
     timeout, and the child is reaped."""
-    target, pid = watched(tmp_path, "--noisy-stdout", timeout=5.0)
-    started = time.monotonic()
+    target, pid = watched(tmp_path, "--noisy-stdout")
     with pytest.raises(McpError) as caught:
         probe(target)
-    assert time.monotonic() - started < 3.0
-    assert caught.value.kind == "protocol"
+    assert caught.value.kind == "protocol"  # at once: with a 60 s limit, a wait would be a timeout
     assert "not JSON-RPC" in caught.value.message and "Catalog server ready!" in caught.value.message
     assert_reaped(pid())

@@ -5,27 +5,45 @@ not give: it merges a default environment (HOME, LOGNAME, PATH, SHELL, TERM, USE
 child's (`get_default_environment() | server.env`), sends the child's stderr unbounded to our
 own stderr, hides the pid and exit status, and on shutdown waits up to ~4 s before SIGKILL.
 
-Here the child gets exactly `target.env`, a private working directory (a temp dir, removed
-afterwards, unless the target names one), and a new session so the whole process group can
-be killed. stdout is read line by line into the SDK's message streams (one message may be at
-most `MAX_MESSAGE_BYTES`); stderr is drained all the time, so a noisy child never blocks on a
-full pipe, and only its last `STDERR_TAIL_BYTES` are kept for the error message. On the way out
+Here the child gets exactly `target.env` and a private working directory (a temp dir owned
+by the user it runs as, removed afterwards, unless the target names one). It is started by a
+small supervisor (tools/mcp/stdio_supervisor.py) in a session of its own:
+
+- Nothing it starts outlives it. The supervisor is a child subreaper: whatever the server
+  spawns, even in a new session, stays below it, and is SIGKILLed and reaped when the server
+  exits or is stopped.
+- It cannot read the platform's secrets. When the platform runs as root, the server runs as
+  an unprivileged user (ASIXTO_STDIO_USER; by default `asixto-mcp` if that user exists, else
+  `nobody`), which cannot read the platform's /proc/<pid>/environ. With ASIXTO_STDIO_USER set
+  to the empty string it keeps the platform's user (development and tests), without any
+  capability, and the platform's processes are non-dumpable (asixto/process.py), so it still
+  cannot read their environment or memory.
+
+stdout is read line by line into the SDK's message streams (one message may be at most
+`MAX_MESSAGE_BYTES`); stderr is drained all the time, so a noisy child never blocks on a full
+pipe, and only its last `STDERR_TAIL_BYTES` are kept for the error message. On the way out
 (success, failure, timeout or cancellation, shielded) stdin is closed; a healthy server gets
-`EXIT_GRACE_SECONDS` to exit on its own (a failed one gets none); then the group gets SIGKILL
-and the child is waited for, which reaps it (no zombie).
+`EXIT_GRACE_SECONDS` to exit on its own (a failed one gets none); then the supervisor's process
+group gets SIGTERM, on which the supervisor SIGKILLs every process below it, and the
+supervisor is waited for, which reaps it (no zombie).
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import pwd
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
 
 import anyio
 import mcp_types as types
@@ -46,6 +64,9 @@ MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 EXIT_GRACE_SECONDS = 0.5
 # Only a process stuck in the kernel (uninterruptible sleep) outlives SIGKILL for this long.
 REAP_TIMEOUT_SECONDS = 5.0
+SUPERVISOR = str(Path(__file__).with_name("stdio_supervisor.py"))
+# Who stdio servers run as when the platform is root; the first that exists, unless configured.
+DEFAULT_STDIO_USERS = ("asixto-mcp", "nobody")
 # The child's last words (a traceback) may still be in the pipe when it exits; give the drain
 # this long to read them before the error message is written.
 STDERR_SETTLE_SECONDS = 0.5
@@ -99,20 +120,35 @@ async def stdio_streams(
 
     Raises OSError if the program cannot be started (missing, not executable, bad cwd).
     """
+    run_as = stdio_user()
     own_cwd = target.cwd is None
     cwd = tempfile.mkdtemp(prefix="asixto-mcp-") if own_cwd else target.cwd
+    status_read, status_write = os.pipe()
     try:
+        if own_cwd and run_as is not None:
+            os.chown(cwd, *run_as)  # its own, writable directory
+        uid, gid = (str(run_as[0]), str(run_as[1])) if run_as is not None else ("-", "-")
         process = await anyio.open_process(
-            list(target.argv),
+            [sys.executable, "-I", "-S", SUPERVISOR, str(status_write), uid, gid, "--", *target.argv],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=cwd,
             env=dict(target.env),
-            # Its own session and process group: one killpg reaches everything it started.
+            # Its own session and process group: one signal reaches the supervisor and the server.
             start_new_session=True,
+            pass_fds=(status_write,),
         )
-        child.pid = process.pid
+        os.close(status_write)
+        status_write = -1
+        try:
+            child.pid = await _started(process, status_read)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await _stop(process, child, graceful=False)
+                with anyio.move_on_after(REAP_TIMEOUT_SECONDS):
+                    await process.aclose()
+            raise
         failed = False
         read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
@@ -141,8 +177,53 @@ async def stdio_streams(
                 with anyio.move_on_after(REAP_TIMEOUT_SECONDS):
                     await process.aclose()
     finally:
+        for fd in (status_read, status_write):
+            if fd >= 0:
+                os.close(fd)
         if own_cwd:
             shutil.rmtree(cwd, ignore_errors=True)
+
+
+def stdio_user() -> tuple[int, int] | None:
+    """(uid, gid) stdio servers run as, or None to keep the platform's own user.
+
+    Only root can switch; ASIXTO_STDIO_USER names the user (empty: keep the platform's user)."""
+    if os.geteuid() != 0:
+        return None
+    name = os.environ.get("ASIXTO_STDIO_USER")
+    if name == "":
+        return None
+    return _user_ids(name)
+
+
+@lru_cache(maxsize=8)
+def _user_ids(name: str | None) -> tuple[int, int] | None:
+    for candidate in (name,) if name else DEFAULT_STDIO_USERS:
+        try:
+            entry = pwd.getpwnam(candidate)
+        except KeyError:
+            continue
+        return (entry.pw_uid, entry.pw_gid) if entry.pw_uid != 0 else None
+    wanted = name or " or ".join(DEFAULT_STDIO_USERS)
+    raise OSError(errno.EINVAL, f"there is no user {wanted} to run it as (ASIXTO_STDIO_USER)")
+
+
+async def _started(process: Process, status_read: int) -> int:
+    """The server's pid once the supervisor has started it; OSError if it could not."""
+    report = b""
+    while not report.endswith(b"\n"):
+        await anyio.wait_readable(status_read)
+        chunk = os.read(status_read, 64)
+        if not chunk:
+            break
+        report += chunk
+    word, _, value = report.decode("ascii", "replace").strip().partition(" ")
+    if word == "started":
+        return int(value)
+    code = int(value) if word == "failed" and value.isdigit() else errno.ECHILD
+    with anyio.move_on_after(REAP_TIMEOUT_SECONDS):
+        await process.wait()
+    raise OSError(code, os.strerror(code))
 
 
 async def _read_stdout(
@@ -211,7 +292,8 @@ async def _drain_stderr(process: Process, child: ChildProcess, done: anyio.Event
 
 
 async def _stop(process: Process, child: ChildProcess, *, graceful: bool) -> None:
-    """Close stdin, give a healthy child a moment, SIGKILL the group, wait for the exit (reap)."""
+    """Close stdin, give a healthy child a moment, then have the supervisor kill everything it
+    started, and wait for the supervisor's exit (reap)."""
     if child.reaped:
         return
     assert process.stdin is not None
@@ -221,15 +303,19 @@ async def _stop(process: Process, child: ChildProcess, *, graceful: bool) -> Non
         with anyio.move_on_after(EXIT_GRACE_SECONDS):
             await process.wait()
     running = process.returncode is None
-    # Always, even after a clean exit: helpers the server left running in its group die too.
-    with suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
+    if running:
+        # The supervisor's group: the supervisor answers SIGTERM by SIGKILLing every process
+        # below it (the server, its group, whatever it moved to a session of its own). Not
+        # once the supervisor is reaped: its pid, and so this group id, may be someone else's.
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGTERM)
     with anyio.move_on_after(REAP_TIMEOUT_SECONDS):
         await process.wait()
+    # The supervisor exits with the server's status (or dies of the same signal).
     child.returncode = process.returncode
     # A child that had already died (its exit not yet noticed) keeps its own exit status.
-    child.killed = running and child.returncode == -signal.SIGKILL
+    child.killed = running and child.returncode in (-signal.SIGKILL, -signal.SIGTERM)
     if child.returncode is None:
-        logger.warning("MCP server process %d survived SIGKILL for %.0f s", process.pid, REAP_TIMEOUT_SECONDS)
+        logger.warning("MCP server supervisor %d survived SIGTERM for %.0f s", process.pid, REAP_TIMEOUT_SECONDS)
     else:
         child.reaped = True

@@ -1,0 +1,36 @@
+"""gunicorn settings for the web server `./run` starts, fit for production as they are.
+
+    gunicorn -c bin/gunicorn.conf.py asixto.wsgi:application
+
+gthread workers: WEB_CONCURRENCY processes (default 2) with WEB_THREADS threads each (default
+8). Each process holds at most DB_POOL_MAX_SIZE database connections (asixto/settings.py), so
+keep WEB_THREADS + 1 (the call-record writer) ≤ DB_POOL_MAX_SIZE, and WEB_CONCURRENCY ×
+DB_POOL_MAX_SIZE plus the workers' connections below PostgreSQL's max_connections. Static files
+are served by whitenoise from the app."""
+
+import os
+from pathlib import Path
+
+_port = os.environ.get("PORT", "8000")
+bind = [f"{os.environ.get('HOST', '0.0.0.0')}:{_port}"]
+worker_class = "gthread"
+workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+threads = int(os.environ.get("WEB_THREADS", "8"))
+# A request that takes longer than this is stuck (tool calls have their own, shorter limits).
+timeout = int(os.environ.get("WEB_TIMEOUT", "120"))
+graceful_timeout = 30
+keepalive = 5
+accesslog = os.environ.get("WEB_ACCESS_LOG") or None
+errorlog = "-"
+loglevel = os.environ.get("LOG_LEVEL", "info").lower()
+# gunicornc's control socket: one per port under var/, not one for the whole machine in ~/.gunicorn.
+_var = Path(__file__).resolve().parent.parent / "var"
+_var.mkdir(exist_ok=True)
+control_socket = str(_var / f"gunicorn-{_port}.ctl")
+
+
+def on_starting(server):
+    # The master holds the same environment (secrets) as the workers: non-dumpable too.
+    from asixto.process import make_non_dumpable
+
+    make_non_dumpable()
