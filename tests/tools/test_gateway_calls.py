@@ -226,3 +226,29 @@ def test_it_drops_media_and_removes_urls_for_voice(alpha):
         chat = call(alpha, channel="chat")
     assert "https://" not in voice.model_text and "para detalles" in voice.model_text
     assert "https://tienda.example.com" in chat.model_text and "aGVsbG8=" not in chat.model_text
+
+
+DEEP = ["a"]
+for _level in range(40):
+    DEEP = [DEEP]
+
+
+@pytest.mark.parametrize("arguments", [
+    {"consulta": "router\ud800"},  # a lone surrogate: `"\ud800"` is valid JSON a model can write
+    {"consulta": "router\x00"},  # NUL: no record or log takes it as text
+    {"consulta": "router", "x": DEEP},
+])
+def test_arguments_no_server_can_take_are_a_correctable_error_not_an_exception(alpha, arguments):
+    """G2, A4, G9: arguments from a model with a lone surrogate, a NUL or absurd nesting never
+    raise: the server is not called, the model gets a correctable error, and the call is recorded."""
+    from tools.gateway import flush_records
+
+    peer = FaultyPeer([ok_result()])
+    with serve_asgi(peer.app()) as url:
+        certified_tool(alpha, url)
+        outcome = call(alpha, arguments=arguments)
+        flush_records()
+    assert peer.calls == [] and outcome.outcome == "invalid_arguments"
+    assert "crm__buscar_producto" in outcome.model_text
+    with alpha.schema():
+        assert ToolCall.objects.get(pk=outcome.record_id).outcome == "invalid_arguments"

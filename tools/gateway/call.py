@@ -24,6 +24,7 @@ from django.conf import settings
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
+from asixto.json_input import JsonInputError, check_json
 from tenants.selectors import current_tenant
 from tools import mcp
 from tools.catalog_cache import cached
@@ -42,6 +43,7 @@ from tools.services import server_target
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
+MAX_ARGUMENT_DEPTH = 32  # nesting of a call's arguments (deeper would recurse in validation and encoding)
 RETRYABLE = {"dropped", "connect"}  # a timeout is never retried (G3)
 KIND_OUTCOME = {
     "connect": ToolCall.Outcome.CONNECT_ERROR,
@@ -139,6 +141,14 @@ def _refusal(kind, text, error=""):
     return CallOutcome(outcome=kind, model_text=text, error=error or text)
 
 
+def _unsendable(arguments: dict) -> JsonInputError | None:
+    try:
+        check_json(arguments, max_depth=MAX_ARGUMENT_DEPTH)
+    except JsonInputError as exc:
+        return exc
+    return None
+
+
 def _call(tool, shown_name, arguments, context, tenant) -> CallOutcome:
     if tool is None or not tool.is_available_to_agents:
         return _refusal(ToolCall.Outcome.UNAVAILABLE, _("The tool %(name)s is not available. Do not use it.") % {"name": shown_name})
@@ -150,6 +160,10 @@ def _call(tool, shown_name, arguments, context, tenant) -> CallOutcome:
         )
     if not isinstance(arguments, dict):
         arguments_error = _("the arguments must be a JSON object")
+    elif (unsendable := _unsendable(arguments)) is not None:
+        # A model can write a NUL or a lone surrogate (`"\ud800"` in JSON): no server, record or
+        # log can take it as text, so it is a correctable error, never an exception (A4).
+        arguments_error = str(unsendable)
     else:
         try:
             validator = compiled(tool.definition.get("inputSchema"), (tool.pk, tool.definition_hash, "input"))

@@ -24,7 +24,6 @@ import math
 import os
 import queue
 import threading
-import time
 import uuid
 
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
