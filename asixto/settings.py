@@ -259,6 +259,8 @@ SPECTACULAR_SETTINGS = {
         "NewApiKeyScopeEnum": ["channel", "admin"],
         "UserRoleEnum": "accounts.models.User.Role",
         "ChannelEnum": ["chat", "voice"],
+        "ToolLevelEnum": "tools.models.Tool.Level",
+        "OverlayLevelEnum": ["read", "write", "destructive", ""],
     },
     "GET_LIB_DOC_EXCLUDES": "asixto.api.schema_doc_excludes",
     # "Try it out" keeps the key between reloads of the docs.
