@@ -260,7 +260,6 @@ SPECTACULAR_SETTINGS = {
         "UserRoleEnum": "accounts.models.User.Role",
         "ChannelEnum": ["chat", "voice"],
         "ToolLevelEnum": "tools.models.Tool.Level",
-        "OverlayLevelEnum": ["read", "write", "destructive", ""],
     },
     "GET_LIB_DOC_EXCLUDES": "asixto.api.schema_doc_excludes",
     # "Try it out" keeps the key between reloads of the docs.
