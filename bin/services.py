@@ -16,10 +16,20 @@ import socket
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VAR = ROOT / "var"
+
+
+def redis_database(database: str) -> int:
+    """The Redis database that goes with a PostgreSQL database: 0 for the default `asixto`, and
+    for another one (a second checkout, ASIXTO_DATABASE) a number of its own, so two platforms on
+    one machine never take each other's tasks. ASIXTO_REDIS_DB chooses it; 15 is the tests'."""
+    if os.environ.get("ASIXTO_REDIS_DB"):
+        return int(os.environ["ASIXTO_REDIS_DB"])
+    return 0 if database == "asixto" else 1 + zlib.crc32(database.encode()) % 14
 
 
 def answers(host, port, timeout=0.5):
@@ -111,7 +121,7 @@ def main():
         ensure_database(database_url, args.database)
     if not redis_url:
         if answers("127.0.0.1", 6379):
-            redis_url = "redis://127.0.0.1:6379/0"
+            redis_url = f"redis://127.0.0.1:6379/{redis_database(args.database)}"
         elif args.no_embedded:
             sys.exit("Redis does not answer on 127.0.0.1:6379 and REDIS_URL is not set.")
         else:
