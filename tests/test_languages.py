@@ -24,6 +24,7 @@ from accounts.models import User
 from examples.soporte.definitions import ABRIR_CASO_SOPORTE
 from examples.soporte.desk import SupportDesk
 from examples.soporte.server import build_app
+from runtime.builtins.models import Skill
 from runtime.models import Conversation, Message, Turn
 from tests.support.mcp_servers import serve_asgi
 from tests.support.po import parse
@@ -126,13 +127,16 @@ def world(alpha, settings):
             conversation = Conversation.objects.create(channel_kind="chat", channel_name="whatsapp", language="es", customer_ref="573001234567")
             message = Message.objects.create(conversation=conversation, role="customer", text="¿Tienen routers?")
             Turn.objects.create(conversation=conversation, message=message, status=Turn.Status.FAILED, error_code="model_not_configured")
-        yield {"conversation": conversation, "tool": tool, "blocked": blocked, "version": version, "call": call, "person": person, "server": tool.server}
+            skill = Skill.objects.create(name="garantias", description="Trámite de garantías", triggers="garantía",
+                                         instructions="Pide la factura.", tools=[tool.prefixed_name])
+        yield {"skill": skill, "conversation": conversation, "tool": tool, "blocked": blocked, "version": version, "call": call, "person": person, "server": tool.server}
 
 
 def page_args(name, objects):
     """Example arguments for each dashboard page that takes some."""
     return {
         "server_edit": {"pk": objects["server"].pk}, "server_versions": {"pk": objects["server"].pk},
+        "server_contract": {"pk": objects["server"].pk}, "skill": {"pk": objects["skill"].pk},
         "catalog_version": {"pk": objects["version"].pk}, "tool": {"pk": objects["tool"].pk},
         "call": {"pk": objects["call"].pk}, "conversation": {"pk": objects["conversation"].pk}, "password_reset": {"uidb64": "MQ", "token": "not-a-token"},
     }.get(name)

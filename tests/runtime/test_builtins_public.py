@@ -105,7 +105,7 @@ def test_page_reading_follows_no_redirect(alpha, web):
         turn = run(alpha, post(alpha, f"Lee esta página {base}/moved"))
     with alpha.schema():
         step = TurnStep.objects.get(turn=turn, kind="tool")
-    assert step.outcome == "business_error" and "redirect" in step.model_text
+    assert step.outcome == "business_error" and "redirec" in step.model_text  # redirect, redirección
     assert public_web.requests == ["/moved"]
 
 
