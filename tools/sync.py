@@ -65,7 +65,8 @@ def sync_mark(*, server: McpServer, status: str, error=None):
 
 
 def catalog_sync(*, server: McpServer) -> CatalogVersion:
-    """Read the server's catalog twice and store it as a new version with a diff (M5, C7).
+    """Read the server's catalog twice and store it as a new version with a diff (M5, C7); a sync
+    that changes nothing records the sync time and returns the current version (no new one).
     Network first, then one transaction: a failure half-way stores nothing but the error."""
     sync_mark(server=server, status=McpServer.SyncStatus.RUNNING)
     try:
@@ -224,7 +225,29 @@ def _store_listing(server: McpServer, listed: list[ListedTool], server_findings)
     if new_tools or updates:
         # One bump for the whole sync: bulk writes send no post_save signals.
         catalog_changed()
+    elif (current := _same_as_previous(version, diff)) is not None:
+        # Nothing changed: the server records the sync time, and the catalog history keeps only
+        # versions that say something (issue 10); the last version stays the current one.
+        version.delete()
+        return current
     return version
+
+
+def _same_as_previous(version: CatalogVersion, diff: dict) -> CatalogVersion | None:
+    """The version before `version` when `version` would record nothing new: no tool added,
+    removed or changed, and the same server-wide findings, overlays and contract mode."""
+    if any(diff.get(part) for part in ("added", "removed", "changed")):
+        return None
+    previous = CatalogVersion.objects.filter(server_id=version.server_id, number=version.number - 1).first()
+    if previous is None:
+        return None
+    same = (
+        previous.server_finding_codes == version.server_finding_codes
+        and previous.overlays == version.overlays
+        and previous.contract_mode == version.contract_mode
+        and previous.tool_count == version.tool_count
+    )
+    return previous if same else None
 
 
 def _store_server_findings(server: McpServer, findings):

@@ -224,11 +224,11 @@ def test_the_contract_page_edits_many_overlays_in_one_form_and_shows_shared_warn
     stores several tools' overlays; support staff cannot change them."""
     server = everything_server(alpha)
     client = alpha.dashboard("ana")
-    page = client.get(f"/servers/{server.pk}/contract/").content.decode()
+    page = client.get(f"/servers/{server.pk}/contract/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert page.count("everything__") >= 13
     open_schema = "The inputSchema is open; the gateway closes it"
     assert page.count(open_schema) == 1 and "13 of 13 tools" in page
-    catalog = client.get("/catalog/?server=everything").content.decode()
+    catalog = client.get("/catalog/?server=everything", HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert catalog.count(open_schema) == 1
     connection.set_schema_to_public()
     shared = alpha.api().get(f"/api/v1/servers/{server.pk}").json()["shared_findings"]
