@@ -2,7 +2,7 @@
 
 import json
 
-from django.db.models import Count, Max, Prefetch
+from django.db.models import Count, Max, Prefetch, Q
 
 from tools.models import CatalogVersion, Finding, McpServer, Tool, ToolCall
 from tools.texts import render_text
@@ -12,7 +12,9 @@ def servers():
     return McpServer.objects.all()
 
 
-def tools(*, server_slug=None, certification=None, include_removed=False):
+def tools(*, server_slug=None, certification=None, level=None, text=None, include_removed=False):
+    """The catalog, filtered by server, verdict, level and text (the model-visible name, or the
+    words of the description the model sees)."""
     queryset = Tool.objects.select_related("server").prefetch_related(
         Prefetch("findings", queryset=Finding.objects.order_by("severity", "rule"))
     )
@@ -22,6 +24,10 @@ def tools(*, server_slug=None, certification=None, include_removed=False):
         queryset = queryset.filter(server__slug=server_slug)
     if certification:
         queryset = queryset.filter(certification=certification)
+    if level:
+        queryset = queryset.filter(level=level)
+    if text:
+        queryset = queryset.filter(Q(prefixed_name__icontains=text) | Q(definition__description__icontains=text))
     return queryset.order_by("server__slug", "position")
 
 

@@ -158,6 +158,8 @@ class ToolCallSerializer(serializers.ModelSerializer):
 class ToolFilterSerializer(serializers.Serializer):
     server = serializers.CharField(max_length=20, required=False, source="server_slug")
     certification = serializers.ChoiceField(choices=Tool.Certification.choices, required=False, allow_blank=True)
+    level = serializers.ChoiceField(choices=Tool.Level.choices, required=False, allow_blank=True)
+    q = serializers.CharField(max_length=100, required=False, allow_blank=True, source="text")
 
 
 class ToolCallFilterSerializer(serializers.Serializer):
