@@ -16,6 +16,8 @@ from typing import Any
 
 import anyio
 
+from tests.support.asgi import lifespan, request_body
+
 MODERN_DISCOVER = {
     "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": False}},
     "resultType": "complete", "ttlMs": 0, "cacheScope": "private",
@@ -39,17 +41,8 @@ class FaultyPeer:
     def app(self):
         async def app(scope, receive, send):
             if scope["type"] == "lifespan":
-                while True:
-                    message = await receive()
-                    await send({"type": message["type"] + ".complete"})
-                    if message["type"] == "lifespan.shutdown":
-                        return
-            body = b""
-            while True:
-                message = await receive()
-                body += message.get("body", b"")
-                if not message.get("more_body"):
-                    break
+                return await lifespan(receive, send)
+            body = await request_body(receive)
             request = json.loads(body)
             self.requests.append(request)
             self.http_headers.append({k.decode().lower(): v.decode() for k, v in scope["headers"]})

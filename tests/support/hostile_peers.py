@@ -21,6 +21,8 @@ from typing import Any
 
 import anyio
 
+from tests.support.asgi import lifespan, request_body
+
 _CHUNK = 64 * 1024
 
 
@@ -31,17 +33,8 @@ class _Peer:
     def app(self):
         async def app(scope, receive, send):
             if scope["type"] == "lifespan":
-                while True:
-                    message = await receive()
-                    await send({"type": message["type"] + ".complete"})
-                    if message["type"] == "lifespan.shutdown":
-                        return
-            body = b""
-            while True:
-                message = await receive()
-                body += message.get("body", b"")
-                if not message.get("more_body"):
-                    break
+                return await lifespan(receive, send)
+            body = await request_body(receive)
             request = json.loads(body)
             self.calls.append(request)
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}

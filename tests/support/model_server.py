@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.support.asgi import lifespan, request_body
+
 
 @dataclass
 class Move:
@@ -90,17 +92,8 @@ class ScriptedModel:
     def app(self):
         async def app(scope, receive, send):
             if scope["type"] == "lifespan":
-                while True:
-                    message = await receive()
-                    await send({"type": message["type"] + ".complete"})
-                    if message["type"] == "lifespan.shutdown":
-                        return
-            body = b""
-            while True:
-                message = await receive()
-                body += message.get("body", b"")
-                if not message.get("more_body"):
-                    break
+                return await lifespan(receive, send)
+            body = await request_body(receive)
             if scope["path"].rstrip("/") != "/v1/chat/completions" or scope["method"] != "POST":
                 await _send(send, 404, b'{"error": {"message": "not found"}}', "application/json")
                 return

@@ -16,6 +16,8 @@ import json
 import threading
 from dataclasses import dataclass, field
 
+from tests.support.asgi import lifespan, request_body
+
 
 @dataclass
 class Received:
@@ -40,17 +42,8 @@ class Receiver:
     def app(self):
         async def app(scope, receive, send):
             if scope["type"] == "lifespan":
-                while True:
-                    message = await receive()
-                    await send({"type": message["type"] + ".complete"})
-                    if message["type"] == "lifespan.shutdown":
-                        return
-            body = b""
-            while True:
-                message = await receive()
-                body += message.get("body", b"")
-                if not message.get("more_body"):
-                    break
+                return await lifespan(receive, send)
+            body = await request_body(receive)
             headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
             self.received.append(Received(scope["path"], headers, body))
             status = self.statuses[min(len(self.received), len(self.statuses)) - 1]
