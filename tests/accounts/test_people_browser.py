@@ -150,4 +150,8 @@ def test_the_api_docs_have_an_authorize_button(live_server_port):  # noqa: F811
     with chromium() as browser:
         page = browser.new_page()
         page.goto(f"http://localhost:{live_server_port}/api/v1/docs/")
-        page.wait_for_selector("button.authorize", timeout=30_000)
+        authorize = page.wait_for_selector("button.authorize", timeout=30_000)
+        assert authorize is not None and authorize.is_visible()
+        # The button opens the Bearer scheme's dialog, which only a declared scheme gives.
+        authorize.click()
+        assert "Bearer" in page.wait_for_selector(".modal-ux", timeout=30_000).inner_text()

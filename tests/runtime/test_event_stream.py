@@ -101,6 +101,6 @@ def test_a_stream_ends_at_its_deadline_with_a_timeout_event(alpha, settings):
     with alpha.schema():
         status = TurnEvent.objects.create(turn=turn, kind="status", text="Buscando…")
     connection.set_schema_to_public()
-    started = time.monotonic()
     events = read_stream(alpha.api(alpha.channel_key).get(f"/api/v1/turns/{turn.pk}/events"))
-    assert events == [("status", str(status.pk)), ("timeout", "")] and time.monotonic() - started < 30
+    # The turn never finishes: only the stream's deadline can end it, with the `timeout` event.
+    assert events == [("status", str(status.pk)), ("timeout", "")]

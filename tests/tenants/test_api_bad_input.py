@@ -115,13 +115,14 @@ def test_it_refuses_text_postgresql_cannot_store_in_call_arguments(alpha, bad):
 
 def test_it_refuses_nul_and_surrogates_in_plain_text_fields(alpha):
     """A4: the same rule holds for ordinary text fields (a server's name, a key's name)."""
-    for url, body in (
-        ("/api/v1/api-keys", {"name": "k\ud800", "scope": "channel"}),
-        ("/api/v1/servers", {"slug": "crm", "name": "a\x00", "transport": "streamable_http", "url": "https://93.184.216.34/mcp"}),
-        ("/api/v1/tenant", {"agent_instructions": "hola \udc00"}),
+    for url, body, field in (
+        ("/api/v1/api-keys", {"name": "k\ud800", "scope": "channel"}, "name"),
+        ("/api/v1/servers", {"slug": "crm", "name": "a\x00", "transport": "streamable_http", "url": "https://93.184.216.34/mcp"}, "name"),
+        ("/api/v1/tenant", {"agent_instructions": "hola \udc00"}, "agent_instructions"),
     ):
         response = alpha.api().generic("PATCH" if url == "/api/v1/tenant" else "POST", url, json.dumps(body), content_type="application/json")
-        _error(response, 400)
+        error = _error(response, 400)
+        assert field in error.get("fields", {}), error
 
 
 def test_it_answers_413_in_the_json_error_body_to_an_oversized_body(alpha):

@@ -2,7 +2,6 @@
 and peers that fail on purpose (HTTP statuses, hangs, dropped connections, a bad certificate)."""
 
 import socket
-import time
 
 import pytest
 from django.utils import translation
@@ -152,16 +151,13 @@ def test_it_rejects_a_listing_that_is_not_valid_mcp(pages, expected):
 
 def test_it_times_out_on_a_server_that_never_answers():
     """G3: a hanging server is a `timeout` that names the limit it missed, never a hang. Only a
-    generous ceiling on the wall clock (speed belongs in bench/, not in a test on a busy machine)."""
+    hanging server never answers, so only the per-request timeout can end the probe."""
     with serve_asgi(hanging_app()) as base_url:
-        started = time.monotonic()
         with pytest.raises(McpError) as caught:
             probe(http(f"{base_url}/mcp", timeout=1.0))
-        elapsed = time.monotonic() - started
     assert (caught.value.kind, caught.value.code) == ("timeout", "timeout")
     assert caught.value.params["timeout"] == 1.0
     assert "did not answer server/discover in time (1 s per request" in str(caught.value)
-    assert elapsed < 10 * 3.0
 
 
 def test_it_tells_a_dropped_connection_from_one_never_made():
