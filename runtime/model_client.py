@@ -10,12 +10,10 @@ for the whole answer (checked between reads, so at most one read gap late), and 
 The API key goes in one header and nowhere else: never in a log line or an error detail.
 
 The endpoint belongs to the tenant, so it is checked against the outbound rules before every
-request. `http_client()` is the one place the HTTP client is built, so the outbound client
-factory that pins checked addresses can replace it.
+request, and `_client` (the pinned outbound client) connects only to the addresses it checked.
 """
 
 import json
-import threading
 import time
 from dataclasses import dataclass, field
 
@@ -27,8 +25,13 @@ from tenants.outbound_http import outbound_client
 
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 MAX_DETAIL = 300
-_client: httpx.Client | None = None
-_client_lock = threading.Lock()
+# The process's HTTP client for model endpoints: pooled and thread-safe (sized for a threads worker
+# with hundreds of turns in flight), no redirects, no cookies, and every connection goes to an
+# address the outbound rules checked (M2: a DNS answer that changes after the check cannot reach a
+# private host). Building it opens nothing, so it is built at import, like the gateway's.
+_client = outbound_client(
+    limits=httpx.Limits(max_connections=512, max_keepalive_connections=64), headers={"User-Agent": "asixto-runtime"}
+)
 
 
 @dataclass(frozen=True)
@@ -61,21 +64,6 @@ class ModelError(Exception):
         super().__init__(f"{code}: {detail}")
         self.code, self.detail, self.status = code, detail, status
 
-
-def http_client() -> httpx.Client:
-    """The process's HTTP client for model endpoints: pooled, thread-safe, no redirects, no cookies,
-    and every connection goes to an address the outbound rules checked (M2: a DNS answer that
-    changes between the check and the connection cannot reach a private host). Sized for a
-    threads worker with hundreds of turns in flight."""
-    global _client
-    if _client is None:
-        with _client_lock:
-            if _client is None:
-                _client = outbound_client(
-                    limits=httpx.Limits(max_connections=512, max_keepalive_connections=64),
-                    headers={"User-Agent": "asixto-runtime"},
-                )
-    return _client
 
 
 def _timeout(deadline_seconds: float) -> httpx.Timeout:
@@ -111,7 +99,7 @@ def complete(*, endpoint: Endpoint, messages: list[dict], tools: list[dict] | No
 def _send(endpoint: Endpoint, content: bytes, headers: dict, deadline: float) -> bytes:
     started = time.monotonic()
     try:
-        with http_client().stream("POST", endpoint.url, content=content, headers=headers, timeout=_timeout(deadline)) as response:
+        with _client.stream("POST", endpoint.url, content=content, headers=headers, timeout=_timeout(deadline)) as response:
             chunks, size = [], 0
             for chunk in response.iter_bytes():
                 size += len(chunk)

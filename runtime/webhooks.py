@@ -27,7 +27,6 @@ import hmac
 import json
 import logging
 import secrets
-import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -53,8 +52,12 @@ SECRET_PREFIX = "whsec_"
 MAX_ANSWER_BYTES = 16 * 1024  # of the receiver's answer: only its status matters
 MAX_RETRY_AFTER = 3600.0
 RETRYABLE_STATUSES = {408, 429}
-_client: httpx.Client | None = None
-_client_lock = threading.Lock()
+# The webhook HTTP client: pooled, thread-safe, no cookies, never following a redirect (which would
+# skip the outbound check), connecting only to addresses the outbound rules checked at connect time
+# (M2: a name that rebinds to a private address after the check is refused).
+_client = outbound_client(
+    limits=httpx.Limits(max_connections=200, max_keepalive_connections=20), headers={"User-Agent": "asixto-webhooks/1"}
+)
 
 
 # ---------------------------------------------------------------- signing (pure)
@@ -183,21 +186,6 @@ def payload(*, turn: Turn, delivery_id: str) -> dict:
     }
 
 
-def http_client() -> httpx.Client:
-    """The one place the webhook HTTP client is built: pooled, thread-safe, no cookies, never
-    following a redirect (which would skip the outbound check), and connecting only to addresses
-    the outbound rules checked at connect time (M2: a name that rebinds to a private address
-    between the check and the connection is refused)."""
-    global _client
-    if _client is None:
-        with _client_lock:
-            if _client is None:
-                _client = outbound_client(
-                    limits=httpx.Limits(max_connections=200, max_keepalive_connections=20),
-                    headers={"User-Agent": "asixto-webhooks/1"},
-                )
-    return _client
-
 
 @dataclass(frozen=True)
 class Answer:
@@ -211,7 +199,7 @@ def _post(url: str, body: bytes, headers: dict, deadline: float) -> Answer:
     then dropped: a receiver that streams forever or sends gigabytes costs nothing."""
     started = time.monotonic()
     timeout = httpx.Timeout(deadline, connect=min(deadline, 5.0))
-    with http_client().stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
+    with _client.stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
         size = 0
         for chunk in response.iter_raw():
             size += len(chunk)
