@@ -126,6 +126,8 @@ def test_the_first_sync_finds_only_the_fair_findings_and_every_safe_tool_is_avai
         assert tool.definition["inputSchema"]["additionalProperties"] is False  # closed by the gateway
         if tool.level == "read":
             assert "C9" not in {f.rule for f in tool.findings.all()}, tool.name
+    if slug == "time":  # both names start with a verb ("convert" leads a name too)
+        assert [f.rule for t in tools.values() for f in t.findings.all() if f.rule == "C1"] == []
     if len(tools) >= SHARED_MIN_TOOLS:
         connection.set_schema_to_public()
         shared = alpha.api().get(f"/api/v1/servers/{server.pk}").json()["shared_findings"]
