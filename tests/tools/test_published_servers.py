@@ -172,6 +172,18 @@ def test_mcp_server_fetch_answers_through_the_gateway_as_it_answers_a_direct_cal
     assert web.requests.count("/page") == 2 and record.outcome == "ok"
 
 
+def test_mcp_server_fetch_refuses_loopback_by_default_and_the_model_reads_why(alpha):
+    """G6, M2, issue 8: approved without --allow-private-ips (as operators should), the server
+    refuses a loopback page itself; its plain-text refusal reaches the model and the record."""
+    register(alpha, "fetch", peer_argv("mcp-server-fetch", "--ignore-robots-txt"))
+    web = PublicWeb()
+    with serve_asgi(web.app()) as url:
+        outcome, record = gateway_call(alpha, "fetch__fetch", {"url": f"{url}/page"})
+    assert outcome.outcome == "business_error", (outcome.outcome, outcome.error)
+    assert "not a public address" in outcome.model_text and "not a public address" in record.error
+    assert web.requests == []
+
+
 def test_mcp_server_git_answers_through_the_gateway_as_it_answers_a_direct_call(alpha, repository):
     """G2, G6, issue 8: git_status and git_log on the repository the operator confined it to;
     a repository outside it is the server's plain-text error, which reaches the model and the
@@ -191,6 +203,18 @@ def test_mcp_server_git_answers_through_the_gateway_as_it_answers_a_direct_call(
     assert outside.outcome == "business_error", (outside.outcome, outside.error)
     assert "outside the allowed repository" in outside.model_text
     assert "outside the allowed repository" in record.error
+
+
+def test_a_write_tool_of_mcp_server_git_changes_the_repository_through_the_gateway(alpha, repository):
+    """G2, M7, issue 8: git_create_branch (a write, available in compatible mode) runs once and
+    its branch is in the repository afterwards."""
+    register(alpha, "git", peer_command("git", repository))
+    arguments = {"repo_path": str(repository), "branch_name": "horario-verano"}
+    outcome, record = gateway_call(alpha, "git__git_create_branch", arguments)
+    assert outcome.ok, (outcome.outcome, outcome.error)
+    assert record.outcome == "ok" and record.attempts == 1
+    branches = subprocess.run(["git", "-C", str(repository), "branch", "--list"], capture_output=True, text=True, check=True)
+    assert "horario-verano" in branches.stdout
 
 
 OVERLAYS = {
