@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -28,3 +30,19 @@ def test_a_second_database_gets_a_redis_database_of_its_own():
     number = int(second["REDIS_URL"].rsplit("/", 1)[1])
     assert 1 <= number <= 14 and second["REDIS_URL"] == again["REDIS_URL"]
     assert services("asixto_second", ASIXTO_REDIS_DB="9")["REDIS_URL"].endswith("/9")
+
+
+def test_the_python_peers_are_not_installed_again_when_their_pins_are_there(tmp_path):
+    """A2, issue 8: ./run-tests keeps `.peers` in sync with requirements-peers.txt; with the pins
+    installed it needs no network, even when the stamp is missing (pip would fail: no index)."""
+    if not (ROOT / ".peers" / "bin" / "python").exists():
+        pytest.skip(".peers is not installed (./run-tests creates it)")
+    stamp = ROOT / ".peers" / ".requirements.sha256"
+    stamp.unlink(missing_ok=True)
+    env = {**os.environ, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(tmp_path)}
+    done = subprocess.run(["bash", "-c", "set -euo pipefail; source bin/_peers.sh"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "installing" not in done.stderr
+    assert stamp.read_text().strip() == subprocess.run(
+        ["sha256sum", "requirements-peers.txt"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()[0]

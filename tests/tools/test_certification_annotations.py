@@ -93,3 +93,22 @@ def test_it_warns_when_a_destroying_tool_says_it_is_not_destructive(name):
     """C5, M7: a destroying verb with destructiveHint: false would be classified one level too low."""
     assert c5(name, WRITES) == [("C5", WARNING)]
     assert c5(name, {**WRITES, "destructiveHint": True}) == []
+
+
+@pytest.mark.parametrize("name", ["git_reset", "git_delete_branch", "slack_post_message", "crm_crear_cita", "github-create-issue"])
+def test_a_namespace_before_the_verb_does_not_hide_a_write_that_claims_to_only_read(name):
+    """C5, issue 8: published servers lead their names with their own name (mcp-server-git's
+    `git_reset`); the verb after it is the action, so claiming readOnlyHint: true still blocks."""
+    assert ("C5", BLOCKING) in c5(name, READ_ONLY, verb="consultar un dato")
+
+
+@pytest.mark.parametrize("name", ["git_status", "git_log", "git_diff_unstaged", "git_show", "directory_tree", "list_allowed_directories"])
+def test_the_read_tools_of_published_servers_may_say_they_only_read(name):
+    """C5, issue 8: mcp-server-git's and server-filesystem's read tools draw no C5 finding."""
+    assert c5(name, READ_ONLY, verb="consultar un dato") == []
+
+
+def test_a_commit_that_claims_to_only_read_blocks():
+    """C5, issue 8: mcp-server-git's `git_commit` records changes; it may not say it only reads."""
+    assert ("C5", BLOCKING) in c5("git_commit", READ_ONLY, verb="consultar un dato")
+    assert c5("git_commit", WRITES) == []

@@ -124,3 +124,23 @@ def test_it_turns_findings_into_plain_translatable_dicts():
     json.dumps(data)
     with translation.override("en"):
         assert finding.to_dict()["message"] == "The name does not start with a verb."
+
+
+@pytest.mark.parametrize("name", ["convert_time", "translate_text", "format_date", "generate_report", "navigate_page"])
+def test_verbs_that_neither_read_nor_write_still_lead_a_name(name):
+    """C1, issue 8: mcp-server-time's `convert_time` starts with a verb."""
+    assert check_name(name, server_slug="time") == []
+
+
+def test_asixtos_own_suggested_verbs_start_with_a_verb_in_english_too():
+    """C6, issue 8: a suggestion Asixto makes for an English-speaking tenant never draws
+    "does not start with a verb" on itself."""
+    from tools.rules.meta import check_meta
+    from tools.rules.suggestions import VERB_TABLE, suggest_verb
+    from tools.rules.verbs import is_verb, phrase_words
+
+    assert [english for _spanish, english in VERB_TABLE.values() if not is_verb(phrase_words(english)[0])] == []
+    for name in ("convert_time", "trigger-long-running-operation", "gzip-file-as-resource", "get-tiny-image"):
+        verb = suggest_verb(name=name, language="en")
+        meta = {"com.asixto/verb": verb, "com.asixto/capabilities": ["general"]}
+        assert not [f for f in check_meta(meta, scenarios=None) if "verb" in str(f.message)], (name, verb)

@@ -203,6 +203,9 @@ def test_suggested_verbs_in_the_tenants_language():
     # "open" that only reads is not suggested as "abrir", which the C5 rule reads as a write.
     assert suggest_verb(name="open_nodes", language="es") == "consultar los nodos"
     assert suggest_verb(name="open_ticket", language="es") == "abrir el ticket"
+    # mcp-server-git's names: Spanish contracts "a el" (issue 8).
+    assert suggest_verb(name="git_checkout", language="es") == "cambiar al git"
+    assert suggest_verb(name="navigate_page", language="es") == "navegar a la página"
     assert suggest_capabilities(name="crear_caso_soporte", scenarios=["ventas", "soporte"]) == ["soporte"]
     assert suggest_capabilities(name="x", scenarios=None) == ["general"]
 

@@ -83,8 +83,13 @@ def suggest_verb(*, name: str, title: str = "", description: str = "", language:
                 spanish = "consultar"
             if (language or "es")[:2] == "en":
                 return " ".join([english, *(["the", *entity] if entity else [])])
-            return " ".join([spanish, *_spanish_entity(entity)]).strip()
+            return _contract(" ".join([spanish, *_spanish_entity(entity)]).strip())
     return ""
+
+
+def _contract(phrase: str) -> str:
+    """Spanish contractions: "cambiar a el repositorio" → "cambiar al repositorio"."""
+    return re.sub(r"\b(a|de) el\b", lambda match: "al" if match.group(1) == "a" else "del", phrase)
 
 
 def suggest_capabilities(*, name: str, title: str = "", description: str = "", scenarios: list[str] | None) -> list[str]:

@@ -29,7 +29,7 @@ WRITE_VERBS = frozenset(
     enroll subscribe unsubscribe mark escalate archive publish notify request
     issue dispatch ship link unlink reset configure start stop finish
     complete process execute run authorize release import purge revoke grant
-    invite rename merge apply purchase buy sell void drop wipe terminate toggle
+    invite rename merge apply purchase buy sell void drop wipe terminate toggle commit push
     """.split()
 )
 
@@ -57,7 +57,18 @@ READ_VERBS = frozenset(
     """.split()
 )
 
-KNOWN_VERBS = WRITE_VERBS | READ_VERBS
+# Verbs whose effect depends on what they act on ("convert_time" reads, "convert_lead" writes):
+# they lead a name as verbs (C1, C6) but are evidence of neither reading nor writing (C5).
+OTHER_VERBS = frozenset(
+    """
+    convertir traducir formatear generar transformar codificar decodificar devolver imprimir comprimir
+    navegar muestrear anotar
+    convert translate format parse render generate transform encode decode return print compress
+    navigate trigger sample annotate simulate
+    """.split()
+)
+
+KNOWN_VERBS = WRITE_VERBS | READ_VERBS | OTHER_VERBS
 
 # English verbs that write only with some objects: "open_ticket" opens a case somewhere,
 # "open_nodes" (server-memory) only reads them. The Spanish "abrir" always counts as a write
@@ -109,7 +120,7 @@ def write_verbs(words: list[str]) -> list[str]:
     (AMBIGUOUS_WRITE_VERBS) only when the word after it is a record it would create."""
     found = []
     for index, word in enumerate(words):
-        if index != 0 and words[index - 1] not in _CONJUNCTIONS:
+        if not _is_action_position(words, index):
             continue
         if word in AMBIGUOUS_WRITE_VERBS:
             following = words[index + 1] if index + 1 < len(words) else ""
@@ -121,15 +132,19 @@ def write_verbs(words: list[str]) -> list[str]:
 
 
 def action_verbs(words: list[str]) -> list[str]:
-    """The first word plus any word right after a conjunction.
+    """The first word, the second after a namespace, and any word right after a conjunction.
 
     Only those positions are taken as actions: later words are the entity, and
     in English many entity nouns are also verbs ("search_book", "get_order").
     """
-    if not words:
-        return []
-    verbs = [words[0]]
-    for before, word in zip(words, words[1:]):
-        if before in _CONJUNCTIONS:
-            verbs.append(word)
-    return verbs
+    return [word for index, word in enumerate(words) if _is_action_position(words, index)]
+
+
+def _is_action_position(words: list[str], index: int) -> bool:
+    if index == 0:
+        return True
+    # Published servers lead their names with their own ("git_reset", "slack_post_message"): a first
+    # word outside the verb vocabulary is a namespace, and the word after it is the action.
+    if index == 1 and fold(words[0]) not in KNOWN_VERBS:
+        return True
+    return words[index - 1] in _CONJUNCTIONS

@@ -1,0 +1,17 @@
+# Sourced by ./run-tests (after bin/_venv.sh, from the repo root): the published Python MCP servers
+# the tests talk to (mcp-server-time, -fetch, -git), in a virtualenv of their own, .peers, kept apart
+# from .venv so their dependencies never become the platform's. Same rule as .venv: pip runs only
+# when requirements-peers.txt changed and the pins are not already installed (no network otherwise).
+if [ ! -x .peers/bin/python ]; then
+  echo "• creating .peers (the Python MCP servers the tests talk to)" >&2
+  "${PYTHON:-python3}" -m venv .peers
+fi
+peers_stamp=.peers/.requirements.sha256
+peers_want=$(sha256sum requirements-peers.txt | cut -d' ' -f1)
+if [ "$(cat "$peers_stamp" 2>/dev/null || true)" != "$peers_want" ]; then
+  if ! .peers/bin/python bin/pins_installed.py requirements-peers.txt; then
+    echo "• installing the Python MCP peers" >&2
+    .peers/bin/python -m pip install --quiet -r requirements-peers.txt >&2
+  fi
+  echo "$peers_want" > "$peers_stamp"
+fi
