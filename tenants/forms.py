@@ -40,6 +40,9 @@ class TenantSettingsForm(forms.ModelForm):
             "router_model_name", "iteration_limit", "result_budget", "turn_budget", "public_sources",
         ]
         widgets = {"agent_instructions": forms.Textarea(attrs={"rows": 8})}
+        help_texts = {"public_sources": _(
+            "Off by default. When on, the agent may search the web and read public pages; what it takes from them "
+            "is labelled as a public source.")}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -1,6 +1,7 @@
 """Follow-ups and reminders (R12): `asixto__schedule_follow_up` (the company calls or writes
 back) and `asixto__create_reminder` (the customer is reminded of something). Both write a row
-keyed by the step's idempotency key, so a re-sent step writes once (R10)."""
+keyed by the step's idempotency key, so a re-sent step writes once (R10); runtime/builtins/delivery.py
+sends them when they fall due."""
 
 import zoneinfo
 from datetime import timedelta
@@ -46,9 +47,9 @@ def _follow_up(arguments, context) -> Result:
 def _reminder(arguments, context) -> Result:
     at = _moment(arguments["when"], context.timezone)
     row, _created = Reminder.objects.get_or_create(idempotency_key=context.idempotency_key, defaults={
-        "turn_id": context.turn_id, "conversation_id": context.conversation_id or None, "remind_at": at,
+        "turn_id": context.turn_id, "conversation_id": context.conversation_id or None, "due_at": at,
         "text": arguments["text"]})
-    return Result({"id": str(row.pk), "at": row.remind_at.isoformat()})
+    return Result({"id": str(row.pk), "at": row.due_at.isoformat()})
 
 
 register(BuiltinTool(

@@ -1,5 +1,5 @@
 """Public sources (R13): `asixto__web_search` and `asixto__read_page`, on together when the
-tenant's switch is on (AgentOptions.public_sources), off by default. What they return is marked
+tenant's switch is on (`Tenant.public_sources`, a T6 setting), off by default. What they return is marked
 public: the turn labels those facts (TurnStep.response["source"] = "public", and the fact's
 source in the reply request).
 
