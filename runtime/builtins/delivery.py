@@ -10,11 +10,13 @@ commits, the notice goes to the webhook of the key the conversation's channel po
 `follow_up.due`. A cancelled item is never sent; a delivered one cannot be cancelled."""
 
 import zoneinfo
+from functools import partial
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import formats, timezone, translation
 from django.utils.translation import gettext as _
+from django_tenants.utils import tenant_context
 
 from asixto.errors import ApplicationError
 from runtime.builtins.models import FollowUp, Reminder
@@ -50,8 +52,6 @@ def _posting_key(item):
 
 def due_items_deliver(*, now=None) -> int:
     """Deliver every pending item due by `now`; returns how many this call delivered."""
-    from runtime import webhooks
-
     now = now or timezone.now()
     delivered = 0
     for model in SCHEDULED:
@@ -66,11 +66,16 @@ def due_items_deliver(*, now=None) -> int:
                 notice = Message.objects.create(conversation=conversation, role=Message.Role.NOTICE, text=notice_text(
                     item=item, language=conversation.language, tz_name=conversation.timezone))
                 model.objects.filter(pk=item.pk).update(state=model.State.DELIVERED, delivered_at=now, notice=notice)
-                key = _posting_key(item)
-                transaction.on_commit(lambda notice=notice, key=key: webhooks.notice_stored(message=notice, api_key_id=key),
-                                      robust=True)
+                transaction.on_commit(partial(_notify, connection.tenant, notice, _posting_key(item)), robust=True)
                 delivered += 1
     return delivered
+
+
+def _notify(tenant, notice, api_key_id):
+    from runtime import webhooks
+
+    with tenant_context(tenant):  # a commit's callbacks may run after the sweep left the schema
+        webhooks.notice_stored(message=notice, api_key_id=api_key_id)
 
 
 def scheduled_cancel(*, item):
