@@ -37,7 +37,7 @@ class TenantSettingsForm(forms.ModelForm):
         model = Tenant
         fields = [
             "agent_instructions", "language", "model_base_url", "model_name", "router_base_url",
-            "router_model_name", "iteration_limit", "result_budget", "turn_budget", "public_sources",
+            "router_model_name", "iteration_limit", "result_budget", "turn_budget", "public_sources", "search_url",
         ]
         widgets = {"agent_instructions": forms.Textarea(attrs={"rows": 8})}
         help_texts = {"public_sources": _(
@@ -63,6 +63,9 @@ class TenantSettingsForm(forms.ModelForm):
 
     def clean_router_base_url(self):
         return _reachable_endpoint(self.cleaned_data["router_base_url"], self.instance)
+
+    def clean_search_url(self):
+        return _reachable_endpoint(self.cleaned_data["search_url"], self.instance)
 
     def clean(self):
         cleaned = super().clean()

@@ -131,3 +131,25 @@ def test_page_text_drops_markup():
     """R13: pure extraction with the stdlib parser."""
     text = page_text(PAGE.decode())
     assert text.splitlines() == ["Horario de la biblioteca", "Abre de lunes a viernes, de 8 a 18."]
+
+
+def test_a_tenants_own_search_backend_is_used_instead_of_the_platforms(alpha, web, switched_on):
+    """R13, T6, M2: the search backend is a tenant setting (`search_url`) checked by the outbound
+    rules when saved; set, the tenant's backend gets the query and the platform's does not."""
+    platform_web, _url = web
+    with override_settings(ASIXTO_ALLOW_PRIVATE_HOSTS=False):
+        refused = alpha.api().patch("/api/v1/tenant", json.dumps({"search_url": "http://127.0.0.1:9/search"}),
+                                    content_type="application/json")
+    assert refused.status_code == 400 and "search_url" in refused.json()["error"]["fields"]
+    own_web = PublicWeb()
+    with serve_asgi(own_web.app()) as own, tenant_settings(alpha, search_url=""):
+        response = alpha.api().patch("/api/v1/tenant", json.dumps({"search_url": f"{own}/search"}),
+                                     content_type="application/json")
+        assert response.status_code == 200 and response.json()["search_url"] == f"{own}/search"
+        alpha.tenant.refresh_from_db()  # as the worker loads the tenant for each task
+        model, server = served([call(SEARCH, {"query": "horario biblioteca"}), say("ok"), say("Abre de 8 a 18.")])
+        with server as url, agent(alpha, f"{url}/v1"):
+            turn = run(alpha, post(alpha, "Busca en internet el horario de la biblioteca"))
+    with alpha.schema():
+        assert TurnStep.objects.get(turn=turn, kind="tool").outcome == "ok"
+    assert own_web.requests == ["/search"] and platform_web.requests == []
