@@ -3,17 +3,14 @@ a notice in the conversation (its language, the time in its timezone) and pushes
 channel key's webhook, signed like a turn's reply but with its own event type; once, even with
 two sweeps at once; never when cancelled or not yet due."""
 
-import json
 import re
 import threading
 from datetime import timedelta
 
-import pytest
 from django.db import connection
 from django.utils import timezone
 from django.utils.html import escape
 
-from asixto.celery import app
 from runtime.builtins.delivery import due_items_deliver
 from runtime.builtins.models import FollowUp, Reminder
 from runtime.models import ChannelWebhook, Conversation, Message, Turn
@@ -22,24 +19,13 @@ from runtime.webhooks import verify
 from tenants.models import ApiKey
 from tests.isolation import IsolationContract
 from tests.runtime.runtime_support import CHANNEL_DEFAULTS, agent
+from tests.runtime.test_webhooks import send
 from tests.support.mcp_servers import serve_asgi
 from tests.support.model_server import ScriptedModel, call, say
 from tests.support.webhook_receiver import Receiver
 
 REMINDER = "asixto__create_reminder"
 SECRET = "whsec_scheduled-test"
-
-
-def send(client, url, body, method="post"):
-    return getattr(client, method)(url, json.dumps(body), content_type="application/json")
-
-
-@pytest.fixture
-def eager():
-    before = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = before
 
 
 def hook_for(world, url):

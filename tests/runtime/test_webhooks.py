@@ -11,7 +11,6 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
-from asixto.celery import app
 from runtime.models import ChannelWebhook, Turn, WebhookDelivery
 from runtime.webhooks import retry_delay, sign, verify
 from tenants.models import ApiKey
@@ -26,14 +25,6 @@ from tests.support.webhook_receiver import Receiver
 
 def send(client, url, body, method="post"):
     return getattr(client, method)(url, json.dumps(body), content_type="application/json")
-
-
-@pytest.fixture
-def eager():
-    before = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = before
 
 
 def set_webhook(world, url, key=None):
