@@ -109,6 +109,8 @@ def test_the_notice_is_in_the_conversations_language_and_timezone(alpha, eager, 
         hook_for(alpha, f"{hook}/hook")
         [spanish] = scheduled(alpha, due=due, language="es", timezone="America/Bogota")
         [english] = scheduled(alpha, due=due, model=FollowUp, language="en", timezone="Asia/Kolkata")
+        with alpha.schema():  # no scheduling turn: the conversation's channel key is found from its turns
+            FollowUp.objects.filter(pk=english.pk).update(turn=None)
         sweep(django_capture_on_commit_callbacks)
     with alpha.schema():
         spanish_text = Reminder.objects.get(pk=spanish.pk).notice.text
@@ -122,6 +124,9 @@ def test_the_notice_is_in_the_conversations_language_and_timezone(alpha, eager, 
     assert by_event["reminder.due"]["scheduled"]["due_at_local"].startswith(
         timezone.localtime(due, timezone.get_fixed_timezone(-300)).strftime("%Y-%m-%dT10:00"))
     assert by_event["follow_up.due"]["scheduled"]["timezone"] == "Asia/Kolkata"
+    assert by_event["follow_up.due"]["turn_id"] is None
+    page = alpha.dashboard(alpha.admin_username).get("/webhooks/").content.decode()
+    assert f"/conversations/{english.conversation_id}/#scheduled" in page  # each attempt links to its notice
 
 
 def test_not_yet_due_and_cancelled_items_are_not_sent(alpha, eager, django_capture_on_commit_callbacks):
