@@ -5,12 +5,15 @@ two sweeps at once; never when cancelled or not yet due."""
 
 import re
 import threading
+import time
 from datetime import timedelta
 
+from celery.contrib.testing.worker import start_worker
 from django.db import connection
 from django.utils import timezone
 from django.utils.html import escape
 
+from asixto.celery import app
 from runtime.builtins.delivery import due_items_deliver
 from runtime.builtins.models import FollowUp, Reminder
 from runtime.models import ChannelWebhook, Conversation, Message, Turn
@@ -273,3 +276,30 @@ def test_beat_runs_the_sweep():
 
     tasks = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert "runtime.tasks.deliver_due_scheduled" in tasks
+
+
+def test_the_sweep_and_the_delivery_run_on_a_real_worker(committed_world, django_db_blocker, settings):
+    """R12, R1: on a real worker over Redis, the periodic sweep (sent as beat sends it, from the
+    public schema) finds the tenant's due reminder, and its delivery is a task of its own in the
+    tenant's schema: a 503 comes back through the broker after the pause, then 200, signed."""
+    settings.ASIXTO_WEBHOOK_RETRY_DELAYS = [1.0]
+    world, receiver = committed_world, Receiver([503, 200])
+    with django_db_blocker.unblock(), serve_asgi(receiver.app()) as hook, \
+            start_worker(app, perform_ping_check=False, pool="solo", loglevel="WARNING"):
+        hook_for(world, f"{hook}/hook")
+        [item] = scheduled(world, due=timezone.now() - timedelta(seconds=1))
+        connection.set_schema_to_public()
+        deliver_due_scheduled.delay()
+        deadline = time.monotonic() + 60
+        while len(receiver.received) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(receiver.received) == 2, receiver.received
+        for request in receiver.received:
+            assert request.headers["x-asixto-event"] == "reminder.due" and request.json["scheduled"]["id"] == str(item.pk)
+            assert verify(secret=SECRET, timestamp=request.headers["x-asixto-timestamp"], body=request.body,
+                          signature=request.headers["x-asixto-signature"])
+        assert [r.headers["x-asixto-attempt"] for r in receiver.received] == ["1", "2"]
+        with world.schema():
+            assert Reminder.objects.get(pk=item.pk).state == "delivered"
+            assert Message.objects.filter(role="notice").count() == 1
+    connection.set_schema_to_public()
