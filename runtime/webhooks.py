@@ -31,7 +31,6 @@ import logging
 import secrets
 import time
 import uuid
-import zoneinfo
 from dataclasses import dataclass
 
 import httpx
@@ -43,6 +42,7 @@ from django.utils.translation import gettext as _
 
 from asixto.errors import ApplicationError
 from runtime import webhook_errors as errors
+from runtime.builtins.followups import zone_of
 from runtime.builtins.models import FollowUp, Reminder
 from runtime.models import ChannelWebhook, Message, Turn, WebhookDelivery
 from tenants.models import ApiKey
@@ -223,7 +223,7 @@ def scheduled_item(message: Message):
 def notice_payload(*, message: Message, item, delivery_id: str) -> dict:
     """A reminder or follow-up that fell due: the notice's text (in the conversation's language,
     the time in its timezone) to pass on to the customer, and the item it came from."""
-    zone = _zone(message.conversation.timezone)
+    zone = zone_of(message.conversation.timezone)
     return {
         "event": item.EVENT,
         "delivery_id": delivery_id,
@@ -235,13 +235,6 @@ def notice_payload(*, message: Message, item, delivery_id: str) -> dict:
                       "due_at_local": timezone.localtime(item.due_at, zone).isoformat(), "timezone": str(zone)},
         "turn_id": str(item.turn_id) if item.turn_id else None,
     }
-
-
-def _zone(name: str):
-    try:
-        return zoneinfo.ZoneInfo(name or "UTC")
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return zoneinfo.ZoneInfo("UTC")
 
 
 @dataclass(frozen=True)

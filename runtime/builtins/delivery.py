@@ -9,7 +9,6 @@ commits, the notice goes to the webhook of the key the conversation's channel po
 (runtime/webhooks.py: signed, retried, every attempt recorded) as `reminder.due` or
 `follow_up.due`. A cancelled item is never sent; a delivered one cannot be cancelled."""
 
-import zoneinfo
 from functools import partial
 
 from django.conf import settings
@@ -19,6 +18,7 @@ from django.utils.translation import gettext as _
 from django_tenants.utils import tenant_context
 
 from asixto.errors import ApplicationError
+from runtime.builtins.followups import zone_of
 from runtime.builtins.models import FollowUp, Reminder
 from runtime.models import Message, Turn
 
@@ -28,12 +28,8 @@ BATCH = 200  # items claimed per kind and sweep; the next sweep takes the rest
 
 def notice_text(*, item, language: str, tz_name: str) -> str:
     """What the customer reads, in `language`, the due time shown in `tz_name`."""
-    try:
-        zone = zoneinfo.ZoneInfo(tz_name or "UTC")
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        zone = zoneinfo.ZoneInfo("UTC")
     with translation.override(language or settings.LANGUAGE_CODE):
-        when = formats.date_format(timezone.localtime(item.due_at, zone), "DATETIME_FORMAT")
+        when = formats.date_format(timezone.localtime(item.due_at, zone_of(tz_name)), "DATETIME_FORMAT")
         if isinstance(item, Reminder):
             return _("Reminder (%(when)s): %(text)s") % {"when": when, "text": item.text}
         return _("Following up as agreed (%(when)s): %(reason)s") % {"when": when, "reason": item.reason}
@@ -51,7 +47,8 @@ def _posting_key(item):
 
 
 def due_items_deliver(*, now=None) -> int:
-    """Deliver every pending item due by `now`; returns how many this call delivered."""
+    """Deliver the pending items due by `now` (up to BATCH of each kind: the next sweep takes the
+    rest); returns how many this call delivered."""
     now = now or timezone.now()
     delivered = 0
     for model in SCHEDULED:

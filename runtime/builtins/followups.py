@@ -20,16 +20,20 @@ WHEN = {"type": "string", "maxLength": 40,
 SAVED = {"properties": {"id": {"type": "string"}, "at": {"type": "string"}}, "required": ["id", "at"]}
 
 
+def zone_of(tz_name: str) -> zoneinfo.ZoneInfo:
+    """The conversation's timezone; UTC when it names none the system knows."""
+    try:
+        return zoneinfo.ZoneInfo(tz_name or "UTC")
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return zoneinfo.ZoneInfo("UTC")
+
+
 def _moment(text: str, tz_name: str):
     moment = parse_datetime(text.strip())
     if moment is None:
         raise Refusal(_("“%(value)s” is not a date and time like 2026-12-02T10:00. Ask the customer when.") % {"value": text})
     if timezone.is_naive(moment):
-        try:
-            zone = zoneinfo.ZoneInfo(tz_name or "UTC")
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            zone = zoneinfo.ZoneInfo("UTC")
-        moment = moment.replace(tzinfo=zone)
+        moment = moment.replace(tzinfo=zone_of(tz_name))
     now = timezone.now()
     if not now < moment < now + MAX_AHEAD:
         raise Refusal(_("The date must be in the future and within a year. Ask the customer for another one."))
