@@ -308,6 +308,9 @@ ASIXTO_CUSTOMER_LANGUAGES = envlist("ASIXTO_CUSTOMER_LANGUAGES", "es,en,pt,fr,it
 CELERY_BEAT_SCHEDULE = {
     "sync-all-servers": {"task": "tools.tasks.sync_all_servers", "schedule": envint("ASIXTO_SYNC_INTERVAL_SECONDS", 3600)},
     "requeue-stalled-turns": {"task": "runtime.tasks.requeue_stalled_turns", "schedule": 60},
+    # Reminders and follow-ups that fell due are sent (R12, runtime/builtins/delivery.py).
+    "deliver-due-scheduled": {"task": "runtime.tasks.deliver_due_scheduled",
+                              "schedule": envint("ASIXTO_SCHEDULED_SWEEP_SECONDS", 30)},
 }
 # A server's listing is hostile input (M5): a sync reads at most this many tools (one more
 # tells it there are more, and it fails, keeping the last catalog) ...

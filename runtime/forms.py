@@ -83,7 +83,3 @@ class SkillForm(forms.ModelForm):
         if unknown:
             raise forms.ValidationError(_("Unknown tools: %(names)s.") % {"names": ", ".join(unknown[:10])})
         return names
-
-
-class AgentOptionsForm(forms.Form):
-    public_sources = forms.BooleanField(label=_("Public sources (web search and page reading)"), required=False)

@@ -36,11 +36,13 @@ class Conversation(models.Model):
 
 
 class Message(models.Model):
-    """A message of a conversation: the customer's (posted by the channel) or the agent's reply."""
+    """A message of a conversation: the customer's (posted by the channel), the agent's reply, or
+    a notice the platform sent on its own when a reminder or follow-up fell due (R12)."""
 
     class Role(models.TextChoices):
         CUSTOMER = "customer", _("customer")
         AGENT = "agent", _("agent")
+        NOTICE = "notice", _("scheduled notice")
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
@@ -215,8 +217,11 @@ class ChannelWebhook(models.Model):
 
 
 class WebhookDelivery(models.Model):
-    """One attempt to deliver a finished turn to a webhook. The attempts of one delivery share
-    `delivery_id` (sent as `X-Asixto-Delivery`, so the receiver can drop a repeat)."""
+    """One attempt to deliver an event to a webhook: a finished turn (`turn.finished`), or a notice
+    stored when a reminder or follow-up fell due (`reminder.due`, `follow_up.due`: `message` is
+    the notice, `turn` the turn that scheduled it). The attempts of one delivery share
+    `delivery_id` (sent as `X-Asixto-Delivery`, so the receiver can drop a repeat). A failure is
+    kept as a code and parameters and shown in the reader's language (A3, runtime/webhook_errors.py)."""
 
     class Outcome(models.TextChoices):
         DELIVERED = "delivered", _("delivered")
@@ -226,13 +231,16 @@ class WebhookDelivery(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     webhook = models.ForeignKey(ChannelWebhook, on_delete=models.CASCADE, related_name="deliveries")
-    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="webhook_deliveries")
+    turn = models.ForeignKey(Turn, null=True, blank=True, on_delete=models.CASCADE, related_name="webhook_deliveries")
+    message = models.ForeignKey(Message, null=True, blank=True, on_delete=models.CASCADE, related_name="webhook_deliveries")
+    event = models.CharField(_("event"), max_length=30, default="turn.finished")
     delivery_id = models.UUIDField(db_index=True)
     attempt = models.PositiveSmallIntegerField(_("attempt"))
     url = models.URLField(max_length=500)
     outcome = models.CharField(_("outcome"), max_length=10, choices=Outcome.choices)
     status_code = models.PositiveSmallIntegerField(_("HTTP status"), null=True, blank=True)
-    error = models.CharField(_("error"), max_length=500, blank=True)
+    error_code = models.CharField(_("error"), max_length=40, blank=True)
+    error_params = models.JSONField(default=dict, blank=True)
     duration_ms = models.FloatField(_("duration (ms)"), default=0)
     created_at = models.DateTimeField(_("time"), auto_now_add=True, db_index=True)
 
@@ -245,7 +253,14 @@ class WebhookDelivery(models.Model):
     def __str__(self):
         return f"{self.delivery_id} #{self.attempt} {self.outcome}"
 
+    @property
+    def error(self) -> str:
+        """The failure in the active language ("" when delivered)."""
+        from runtime.webhook_errors import render_error
+
+        return render_error(self.error_code, self.error_params)
+
 
 from runtime.builtins.models import (  # noqa: E402, F401  (models of the built-in tools, R12)
-    AgentOptions, ContactCapture, Document, FollowUp, Reminder, Skill,
+    ContactCapture, Document, FollowUp, Reminder, Skill,
 )

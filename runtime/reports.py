@@ -72,9 +72,28 @@ def conversation_turns(*, conversation: Conversation) -> list[TurnView]:
     calls, deliveries = defaultdict(list), defaultdict(list)
     for call in ToolCall.objects.filter(turn_id__in=ids).order_by("started_at"):
         calls[call.turn_id].append(call)
-    for attempt in WebhookDelivery.objects.filter(turn_id__in=ids).order_by("created_at", "id"):
+    for attempt in WebhookDelivery.objects.filter(turn_id__in=ids, message__isnull=True).order_by("created_at", "id"):
         deliveries[attempt.turn_id].append(attempt)
     return [TurnView(turn, calls[turn.pk], deliveries[turn.pk]) for turn in turns]
+
+
+def conversation_scheduled(*, conversation: Conversation) -> list:
+    """The conversation's reminders and follow-ups by due time, each with `kind`, its notice (once
+    delivered) and the notice's webhook attempts (`deliveries`)."""
+    from runtime.builtins.models import FollowUp, Reminder
+
+    items = []
+    for kind, model in (("reminder", Reminder), ("follow_up", FollowUp)):
+        for item in model.objects.filter(conversation=conversation).select_related("notice"):
+            item.kind = kind
+            items.append(item)
+    attempts = defaultdict(list)
+    notices = [item.notice_id for item in items if item.notice_id]
+    for attempt in WebhookDelivery.objects.filter(message_id__in=notices).order_by("created_at", "id"):
+        attempts[attempt.message_id].append(attempt)
+    for item in items:
+        item.deliveries = attempts[item.notice_id] if item.notice_id else []
+    return sorted(items, key=lambda item: item.due_at)
 
 
 # ---------------------------------------------------------------- truncations

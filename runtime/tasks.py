@@ -35,3 +35,23 @@ def requeue_stalled_turns():
         with tenant_context(tenant):
             for turn_id in stalled_turns_mark_resent():
                 turn_run.delay(str(turn_id))
+
+
+@shared_task(bind=True, acks_late=True, ignore_result=True, max_retries=None)
+def notice_deliver(self, webhook_id, message_id, delivery_id):
+    """POST a reminder's or follow-up's notice to a webhook; retried like `webhook_deliver`."""
+    delay = webhooks.deliver(webhook_id=webhook_id, message_id=message_id, delivery_id=delivery_id,
+                             attempt=self.request.retries + 1)
+    if delay is not None:
+        raise self.retry(countdown=delay)
+
+
+@shared_task(ignore_result=True)
+def deliver_due_scheduled():
+    """Periodic: the reminders and follow-ups of every tenant that fell due, each sent once
+    (runtime/builtins/delivery.py)."""
+    from runtime.builtins.delivery import due_items_deliver
+
+    for tenant in get_tenant_model().objects.exclude(schema_name="public"):
+        with tenant_context(tenant):
+            due_items_deliver()

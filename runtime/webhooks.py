@@ -1,5 +1,6 @@
 """Webhooks: a finished turn's reply pushed to the channel that posted it (a WhatsApp bridge, a
-voice gateway), so integrations need not poll.
+voice gateway), so integrations need not poll; and, the same way, the notice of a reminder or a
+follow-up that fell due (event `reminder.due` or `follow_up.due`, see `notice_payload`).
 
 An API key may carry one callback URL (`ChannelWebhook`). When a turn started by that key ends —
 answered or failed — the turn service calls `turn_finished` once the reply is committed; it
@@ -19,7 +20,8 @@ rejects old timestamps. The secret is shown once, at creation and at each rotati
 Outbound rules are the MCP servers' (M2): the URL is checked when it is set and again before
 every attempt; redirects are never followed; the answer is read up to a cap within a deadline.
 A network failure, a timeout, 408, 429 and 5xx are retried after ASIXTO_WEBHOOK_RETRY_DELAYS;
-any other answer is final. Every attempt is a `WebhookDelivery` row.
+any other answer is final. Every attempt is a `WebhookDelivery` row, its failure kept as a code
+and parameters (runtime/webhook_errors.py) that are shown in the reader's language.
 """
 
 import hashlib
@@ -39,7 +41,10 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from asixto.errors import ApplicationError
-from runtime.models import ChannelWebhook, Turn, WebhookDelivery
+from runtime import webhook_errors as errors
+from runtime.builtins.followups import zone_of
+from runtime.builtins.models import FollowUp, Reminder
+from runtime.models import ChannelWebhook, Message, Turn, WebhookDelivery
 from tenants.models import ApiKey
 from tools.mcp.errors import parse_retry_after
 from tenants.outbound import OutboundRefused, check_url, refusal_of
@@ -147,44 +152,89 @@ def webhook_rotate_secret(*, webhook: ChannelWebhook) -> str:
 
 # ---------------------------------------------------------------- queueing
 
+def _webhook_for(api_key_id):
+    """The enabled webhook of `api_key_id`, if the key is still active (a revoked key's
+    integration gets nothing more)."""
+    if api_key_id is None:
+        return None
+    webhook = ChannelWebhook.objects.filter(api_key_id=api_key_id, enabled=True).only("id").first()
+    if webhook is None or not ApiKey.objects.filter(pk=api_key_id, revoked_at__isnull=True).exists():
+        return None
+    return webhook
+
+
 def turn_finished(*, turn: Turn) -> None:
     """Called by the turn service once a turn's reply is committed: queue the delivery to the
-    posting key's webhook, if it has an enabled one and the key is still active (a revoked key's
-    integration gets nothing more)."""
-    if turn.api_key_id is None:
-        return
-    webhook = ChannelWebhook.objects.filter(api_key_id=turn.api_key_id, enabled=True).only("id").first()
-    if webhook is None or not ApiKey.objects.filter(pk=turn.api_key_id, revoked_at__isnull=True).exists():
+    posting key's webhook, if it has an enabled one."""
+    webhook = _webhook_for(turn.api_key_id)
+    if webhook is None:
         return
     from runtime.tasks import webhook_deliver  # the tasks module imports the turn service
 
     webhook_deliver.delay(str(webhook.pk), str(turn.pk), str(uuid.uuid4()))
 
 
-# ---------------------------------------------------------------- delivering
+def notice_stored(*, message: Message, api_key_id) -> None:
+    """Called once a reminder's or follow-up's notice is committed: queue its delivery to the
+    webhook of the key the conversation's channel posts with."""
+    webhook = _webhook_for(api_key_id)
+    if webhook is None:
+        return
+    from runtime.tasks import notice_deliver
+
+    notice_deliver.delay(str(webhook.pk), str(message.pk), str(uuid.uuid4()))
+
+
+# ---------------------------------------------------------------- what is sent
+
+def _channel(conversation) -> dict:
+    return {"conversation_id": str(conversation.pk), "channel_kind": conversation.channel_kind,
+            "channel_name": conversation.channel_name, "customer_ref": conversation.customer_ref,
+            "language": conversation.language}
+
 
 def payload(*, turn: Turn, delivery_id: str) -> dict:
     """What the receiver gets: enough to answer the customer without another request."""
-    conversation = turn.conversation
     return {
         "event": EVENT,
         "delivery_id": delivery_id,
         "turn_id": str(turn.pk),
-        "conversation_id": str(turn.conversation_id),
+        **_channel(turn.conversation),
         "status": turn.status,
         "reply": turn.reply.text if turn.reply_id else "",
         "error": turn.error_code or None,
         "message": {"id": str(turn.message_id), "external_id": turn.message.external_id},
-        "channel_kind": conversation.channel_kind,
-        "channel_name": conversation.channel_name,
-        "customer_ref": conversation.customer_ref,
-        "language": conversation.language,
         "created_at": turn.created_at.isoformat(),
         "started_at": turn.started_at.isoformat() if turn.started_at else None,
         "finished_at": turn.finished_at.isoformat() if turn.finished_at else None,
         "turn_url": reverse("api:turn-detail", args=[turn.pk]),
     }
 
+
+def scheduled_item(message: Message):
+    """The reminder or follow-up whose notice `message` is, or None."""
+    for model in (Reminder, FollowUp):
+        item = model.objects.filter(notice=message).first()
+        if item is not None:
+            return item
+    return None
+
+
+def notice_payload(*, message: Message, item, delivery_id: str) -> dict:
+    """A reminder or follow-up that fell due: the notice's text (in the conversation's language,
+    the time in its timezone) to pass on to the customer, and the item it came from."""
+    zone = zone_of(message.conversation.timezone)
+    return {
+        "event": item.EVENT,
+        "delivery_id": delivery_id,
+        **_channel(message.conversation),
+        "message": {"id": str(message.pk), "role": message.role, "text": message.text,
+                    "created_at": message.created_at.isoformat()},
+        "scheduled": {"id": str(item.pk), "kind": "reminder" if isinstance(item, Reminder) else "follow_up",
+                      "text": item.subject, "due_at": item.due_at.isoformat(),
+                      "due_at_local": timezone.localtime(item.due_at, zone).isoformat(), "timezone": str(zone)},
+        "turn_id": str(item.turn_id) if item.turn_id else None,
+    }
 
 
 @dataclass(frozen=True)
@@ -209,27 +259,45 @@ def _post(url: str, body: bytes, headers: dict, deadline: float) -> Answer:
                       response.headers.get("location", "")[:200])
 
 
-def deliver(*, webhook_id, turn_id, delivery_id: str, attempt: int) -> float | None:
-    """One attempt, recorded. Returns the seconds to wait before the next attempt, or None when
-    this one was final (delivered, refused, a final answer, attempts used up, webhook gone)."""
+# ---------------------------------------------------------------- delivering
+
+def deliver(*, webhook_id, delivery_id: str, attempt: int, turn_id=None, message_id=None) -> float | None:
+    """One attempt of a finished turn (`turn_id`) or of a notice (`message_id`), recorded.
+    Returns the seconds to wait before the next attempt, or None when this one was final
+    (delivered, refused, a final answer, attempts used up, webhook or subject gone)."""
     webhook = ChannelWebhook.objects.filter(pk=webhook_id).first()
-    turn = Turn.objects.select_related("conversation", "message", "reply").filter(pk=turn_id).first()
-    if webhook is None or turn is None or not webhook.enabled:
+    if webhook is None or not webhook.enabled:
         return None  # deleted or switched off meanwhile: nothing to send, nothing to record
-    body = json.dumps(payload(turn=turn, delivery_id=delivery_id), ensure_ascii=False, separators=(",", ":")).encode()
+    if turn_id is not None:
+        turn = Turn.objects.select_related("conversation", "message", "reply").filter(pk=turn_id).first()
+        if turn is None:
+            return None
+        body, subject = payload(turn=turn, delivery_id=delivery_id), {"turn": turn}
+    else:
+        message = Message.objects.select_related("conversation").filter(pk=message_id).first()
+        item = scheduled_item(message) if message is not None else None
+        if item is None:
+            return None
+        body = notice_payload(message=message, item=item, delivery_id=delivery_id)
+        subject = {"message": message, "turn_id": item.turn_id}
+    record = {"webhook": webhook, "delivery_id": delivery_id, "attempt": attempt, "url": webhook.url,
+              "event": body["event"], **subject}
+    return _attempt(webhook, record, json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def _attempt(webhook: ChannelWebhook, record: dict, body: bytes) -> float | None:
     stamp = int(time.time())
     headers = {
-        "Content-Type": "application/json", "X-Asixto-Event": EVENT, "X-Asixto-Delivery": delivery_id,
-        "X-Asixto-Attempt": str(attempt), "X-Asixto-Timestamp": str(stamp),
+        "Content-Type": "application/json", "X-Asixto-Event": record["event"], "X-Asixto-Delivery": record["delivery_id"],
+        "X-Asixto-Attempt": str(record["attempt"]), "X-Asixto-Timestamp": str(stamp),
         "X-Asixto-Signature": sign(secret=webhook.secret, timestamp=stamp, body=body),
     }
-    record = {"webhook": webhook, "turn": turn, "delivery_id": delivery_id, "attempt": attempt, "url": webhook.url}
     started = time.monotonic()
-    status_code, retry_after, error = None, None, ""
+    status_code, retry_after, error = None, None, ("", {})
     try:
         check_url(webhook.url)  # again before each attempt: DNS answers change (M2)
     except OutboundRefused as exc:
-        _record(record, WebhookDelivery.Outcome.REFUSED, None, exc.message, started)
+        _record(record, WebhookDelivery.Outcome.REFUSED, None, (errors.REFUSED, errors.refused_params(exc)), started)
         return None
     if not connection.in_atomic_block:
         connection.close()  # hold no database connection while the receiver takes its time (P4)
@@ -237,32 +305,32 @@ def deliver(*, webhook_id, turn_id, delivery_id: str, attempt: int) -> float | N
         answer = _post(webhook.url, body, headers, settings.ASIXTO_WEBHOOK_TIMEOUT)
         status_code, retry_after = answer.status_code, answer.retry_after
         if 300 <= status_code < 400:
-            error = _("The receiver answered with a redirect (%(location)s); webhooks follow none.") % {
-                "location": answer.location or "?"}
+            error = (errors.REDIRECT, {"location": answer.location or "?"})
         elif status_code >= 400:
-            error = _("The receiver answered HTTP %(status)s.") % {"status": status_code}
+            error = (errors.HTTP_STATUS, {"status": status_code})
     except httpx.TimeoutException:
-        error = _("No answer within %(seconds)s s.") % {"seconds": f"{settings.ASIXTO_WEBHOOK_TIMEOUT:g}"}
+        error = (errors.TIMEOUT, {"seconds": f"{settings.ASIXTO_WEBHOOK_TIMEOUT:g}"})
     except httpx.HTTPError as exc:  # refused, reset, a TLS certificate that does not verify
         refused = refusal_of(exc)
         if refused is not None:  # the name now resolves somewhere the rules refuse: final, not retried
-            _record(record, WebhookDelivery.Outcome.REFUSED, None, refused.message, started)
+            _record(record, WebhookDelivery.Outcome.REFUSED, None, (errors.REFUSED, errors.refused_params(refused)),
+                    started)
             return None
-        error = _("The connection failed: %(reason)s") % {"reason": type(exc).__name__}
+        error = (errors.CONNECTION_FAILED, {"reason": type(exc).__name__})
     if status_code is not None and 200 <= status_code < 300:
-        _record(record, WebhookDelivery.Outcome.DELIVERED, status_code, "", started)
+        _record(record, WebhookDelivery.Outcome.DELIVERED, status_code, ("", {}), started)
         return None
     delay = None if status_code is not None and status_code < 400 else retry_delay(
-        attempt=attempt, status_code=status_code, retry_after=retry_after)
+        attempt=record["attempt"], status_code=status_code, retry_after=retry_after)
     outcome = WebhookDelivery.Outcome.FAILED if delay is None else WebhookDelivery.Outcome.RETRYING
     _record(record, outcome, status_code, error, started)
     return delay
 
 
-def _record(record: dict, outcome: str, status_code: int | None, error: str, started: float) -> None:
+def _record(record: dict, outcome: str, status_code: int | None, error: tuple[str, dict], started: float) -> None:
     with transaction.atomic():
         WebhookDelivery.objects.update_or_create(
             delivery_id=record["delivery_id"], attempt=record["attempt"],
-            defaults={**record, "outcome": outcome, "status_code": status_code, "error": error[:500],
-                      "duration_ms": (time.monotonic() - started) * 1000},
+            defaults={**record, "outcome": outcome, "status_code": status_code, "error_code": error[0],
+                      "error_params": error[1], "duration_ms": (time.monotonic() - started) * 1000},
         )

@@ -37,9 +37,12 @@ class TenantSettingsForm(forms.ModelForm):
         model = Tenant
         fields = [
             "agent_instructions", "language", "model_base_url", "model_name", "router_base_url",
-            "router_model_name", "iteration_limit", "result_budget", "turn_budget", "public_sources",
+            "router_model_name", "iteration_limit", "result_budget", "turn_budget", "public_sources", "search_url",
         ]
         widgets = {"agent_instructions": forms.Textarea(attrs={"rows": 8})}
+        help_texts = {"public_sources": _(
+            "Off by default. When on, the agent may search the web and read public pages; what it takes from them "
+            "is labelled as a public source.")}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -60,6 +63,9 @@ class TenantSettingsForm(forms.ModelForm):
 
     def clean_router_base_url(self):
         return _reachable_endpoint(self.cleaned_data["router_base_url"], self.instance)
+
+    def clean_search_url(self):
+        return _reachable_endpoint(self.cleaned_data["search_url"], self.instance)
 
     def clean(self):
         cleaned = super().clean()

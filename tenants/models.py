@@ -64,6 +64,12 @@ class Tenant(TenantMixin):
         _("per-turn budget (characters)"), default=12000, validators=[MinValueValidator(200), MaxValueValidator(500000)]
     )
     public_sources = models.BooleanField(_("public sources (web search and page reading)"), default=False)
+    # The tenant's own web search backend (R13); empty: the platform's (ASIXTO_SEARCH_URL).
+    search_url = models.URLField(
+        _("web search backend"), blank=True, max_length=500,
+        help_text=_("GET <url>?q=… answering {\"results\": [{\"title\", \"url\", \"snippet\"}]}. "
+                    "Empty: the platform's search backend."),
+    )
     scenarios = models.JSONField(_("scenarios"), default=default_scenarios, blank=True)
     # channel → tool levels agents may use there (M7); the gateway enforces it on every call.
     exposure_policy = models.JSONField(_("tool exposure per channel"), default=default_exposure_policy, blank=True)

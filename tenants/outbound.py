@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 import idna
 from django.conf import settings
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -55,21 +56,28 @@ _HOST_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.
 
 
 class OutboundRefused(Exception):
-    def __init__(self, message):
+    """`message` in the active language; `code` (the English msgid) and `params` let a stored
+    refusal be shown later in a reader's language (A3). Build one with `refusal`."""
+
+    def __init__(self, message, *, code: str = "", params: dict | None = None):
         super().__init__(message)
         self.message = message
+        self.code, self.params = code, dict(params or {})
+
+
+def refusal(msgid: str, **params) -> OutboundRefused:
+    """A refusal from a `gettext_noop` msgid and its values."""
+    return OutboundRefused(_(msgid) % params if params else _(msgid), code=msgid, params=params)
 
 
 def refused_host(host: str) -> OutboundRefused:
     """The one refusal for a host that is not public (or does not resolve): it says neither."""
-    return OutboundRefused(
-        _("The platform does not connect to %(host)s: it does not resolve to a public address. "
-          "A private host needs the platform operator's approval.") % {"host": host}
-    )
+    return refusal(gettext_noop("The platform does not connect to %(host)s: it does not resolve to a public address. "
+                                "A private host needs the platform operator's approval."), host=host)
 
 
 def refused_http() -> OutboundRefused:
-    return OutboundRefused(_("Use https: plain http is only allowed to private hosts the platform operator approved for it."))
+    return refusal(gettext_noop("Use https: plain http is only allowed to private hosts the platform operator approved for it."))
 
 
 def reached(address: Address) -> Address:
@@ -169,7 +177,7 @@ class OutboundPolicy:
         """Raise OutboundRefused unless `scheme://host` resolving to `addresses` may be reached."""
         if self.allow_private:
             if not addresses:
-                raise OutboundRefused(_("The host %(host)s does not resolve.") % {"host": host})
+                raise refusal(gettext_noop("The host %(host)s does not resolve."), host=host)
             return
         if not addresses:
             raise refused_host(host)
@@ -258,11 +266,11 @@ def check_url(url, *, policy: OutboundPolicy | None = None, tenant=None, allow_p
         parts = urlsplit(url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError as exc:
-        raise OutboundRefused(_("Not a valid URL.")) from exc
+        raise refusal(gettext_noop("Not a valid URL.")) from exc
     if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise OutboundRefused(_("Use an https:// URL."))
+        raise refusal(gettext_noop("Use an https:// URL."))
     if parts.username or parts.password:
-        raise OutboundRefused(_("Put credentials in the auth headers, not in the URL."))
+        raise refusal(gettext_noop("Put credentials in the auth headers, not in the URL."))
     addresses = resolve(parts.hostname, port)
     vet(scheme=parts.scheme, host=parts.hostname, addresses=addresses, policy=policy, tenant=tenant)
     return addresses

@@ -60,15 +60,15 @@ _sending: ContextVar[tuple[str, OutboundPolicy | None] | None] = ContextVar("out
 class RefusedConnection(httpcore.ConnectError, OutboundRefused):
     """A connection the outbound rules refused (httpx stack); httpx re-raises it as ConnectError."""
 
-    def __init__(self, message):
-        OutboundRefused.__init__(self, message)
+    def __init__(self, message, **coded):
+        OutboundRefused.__init__(self, message, **coded)
 
 
 class AsyncRefusedConnection(httpcore2.ConnectError, OutboundRefused):
     """The same, for the httpx2 stack the MCP SDK uses."""
 
-    def __init__(self, message):
-        OutboundRefused.__init__(self, message)
+    def __init__(self, message, **coded):
+        OutboundRefused.__init__(self, message, **coded)
 
 
 class _NoCookies(DefaultCookiePolicy):
@@ -105,7 +105,7 @@ class _CheckedBackend(httpcore.NetworkBackend):
         try:
             _judge(host, addresses, live_ok=True)
         except OutboundRefused as exc:
-            raise RefusedConnection(exc.message) from None
+            raise RefusedConnection(exc.message, code=exc.code, params=exc.params) from None
         failure = None
         for address in addresses:
             try:
@@ -138,7 +138,7 @@ class _AsyncCheckedBackend(httpcore2.AsyncNetworkBackend):
         try:
             _judge(host, addresses, live_ok=False)
         except OutboundRefused as exc:
-            raise AsyncRefusedConnection(exc.message) from None
+            raise AsyncRefusedConnection(exc.message, code=exc.code, params=exc.params) from None
         failure = None
         for address in addresses:
             try:

@@ -1,4 +1,4 @@
-"""REST endpoints for skills and the agent options (R12, R13), admin keys only (T3). Each
+"""REST endpoints for skills (R12), admin keys only (T3). Each
 tenant sees its own (T1): another tenant's skill is a 404."""
 
 from django.shortcuts import get_object_or_404
@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from asixto.api import StrictModelSerializer
-from runtime.builtins.models import AgentOptions, Skill
+from runtime.builtins.models import Skill
 from runtime.builtins.skills import skill_save, unknown_tools
 
 MAX_SKILL_TOOLS = 30
@@ -30,13 +30,6 @@ class SkillSerializer(StrictModelSerializer):
         if unknown:
             raise serializers.ValidationError(_("Unknown tools: %(names)s.") % {"names": ", ".join(unknown[:10])})
         return list(dict.fromkeys(names))
-
-
-class AgentOptionsSerializer(StrictModelSerializer):
-    class Meta:
-        model = AgentOptions
-        fields = ["public_sources", "updated_at"]
-        read_only_fields = ["updated_at"]
 
 
 class SkillListCreateView(generics.ListAPIView):
@@ -65,17 +58,3 @@ class SkillDetailView(APIView):
     def delete(self, request, pk):
         get_object_or_404(Skill, pk=pk).delete()
         return Response(status=204)
-
-
-class AgentOptionsView(APIView):
-    serializer_class = AgentOptionsSerializer
-
-    def get(self, request):
-        return Response(AgentOptionsSerializer(AgentOptions.current()).data)
-
-    def patch(self, request):
-        options = AgentOptions.current()
-        serializer = AgentOptionsSerializer(options, data=request.data, partial=True)
-        serializer.is_valid(raise_exception=True)
-        serializer.save()
-        return Response(serializer.data)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from runtime.api import skills, views, webhooks
+from runtime.api import scheduled, skills, views, webhooks
 
 urlpatterns = [
     path("conversations", views.ConversationListCreateView.as_view(), name="conversation-list"),
@@ -13,7 +13,12 @@ urlpatterns = [
     path("webhooks/<uuid:pk>", webhooks.WebhookDetailView.as_view(), name="webhook-detail"),
     path("webhooks/<uuid:pk>/secret", webhooks.WebhookSecretView.as_view(), name="webhook-secret"),
     path("webhooks/<uuid:pk>/deliveries", webhooks.WebhookDeliveryListView.as_view(), name="webhook-deliveries"),
+    path("reminders", scheduled.ReminderList.as_view(), name="reminder-list"),
+    path("reminders/<uuid:pk>", scheduled.ReminderDetail.as_view(), name="reminder-detail"),
+    path("reminders/<uuid:pk>/cancel", scheduled.ReminderCancel.as_view(), name="reminder-cancel"),
+    path("follow-ups", scheduled.FollowUpList.as_view(), name="follow-up-list"),
+    path("follow-ups/<uuid:pk>", scheduled.FollowUpDetail.as_view(), name="follow-up-detail"),
+    path("follow-ups/<uuid:pk>/cancel", scheduled.FollowUpCancel.as_view(), name="follow-up-cancel"),
     path("skills", skills.SkillListCreateView.as_view(), name="skill-list"),
     path("skills/<uuid:pk>", skills.SkillDetailView.as_view(), name="skill-detail"),
-    path("agent-options", skills.AgentOptionsView.as_view(), name="agent-options"),
 ]

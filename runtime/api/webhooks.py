@@ -55,10 +55,16 @@ class SecretSerializer(serializers.Serializer):
 
 
 class DeliverySerializer(serializers.ModelSerializer):
+    error = serializers.CharField(read_only=True, help_text=gettext_lazy(
+        "Why the attempt failed, in the request's language (Accept-Language); empty when delivered."))
+    error_code = serializers.CharField(read_only=True, help_text=gettext_lazy(
+        "refused, redirect, http_status, timeout, connection_failed, or literal (stored before codes)."))
+    error_params = serializers.JSONField(read_only=True)
+
     class Meta:
         model = WebhookDelivery
-        fields = ["id", "delivery_id", "turn", "attempt", "url", "outcome", "status_code", "error", "duration_ms",
-                  "created_at"]
+        fields = ["id", "delivery_id", "event", "turn", "message", "attempt", "url", "outcome", "status_code",
+                  "error_code", "error_params", "error", "duration_ms", "created_at"]
 
 
 class DeliveryFilterSerializer(serializers.Serializer):

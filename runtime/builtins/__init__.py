@@ -7,7 +7,7 @@
     charts.py     asixto__draw_chart (data from the turn, spec for the channel)
     skills.py     asixto__invoke_skill (tenant-defined skills)
     public.py     asixto__web_search, asixto__read_page (behind the public-sources switch)
-    models.py     what they write, skills, agent options
+    models.py     what they write, skills
 
 `TurnBuiltins` is what the turn service holds: the built-ins this message gives a reason for,
 the catalog tools held back for skills, and the skills loaded so far."""
@@ -18,10 +18,11 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 
 from runtime.builtins import charts, contacts, documents, followups, public  # noqa: F401  (they register)
-from runtime.builtins.models import AgentOptions, Skill
+from runtime.builtins.models import Skill
 from runtime.builtins.registry import TOOLS, BuiltinTool, Context, call_builtin, fold, gives_reason, is_builtin
 from runtime.builtins.skills import NAME as INVOKE_SKILL
 from runtime.builtins.skills import reserved_tools, skill_tool, skills_for
+from tenants.selectors import current_tenant
 from tools.gateway import CallContext, CallOutcome
 from tools.models import ToolCall
 
@@ -44,10 +45,10 @@ class TurnBuiltins:
     @classmethod
     def for_message(cls, *, message: str, catalog: dict) -> "TurnBuiltins":
         """Built-ins whose reason is in `message` (R12); web search and page reading only with the
-        public-sources switch on (R13). `catalog` (name → Tool, as offered) loses the tools that
+        tenant's public-sources switch on (T6, R13). `catalog` (name → Tool, as offered) loses the tools that
         belong to a skill: they are moved to `held`."""
         folded = fold(message)
-        public_on = AgentOptions.current().public_sources
+        public_on = current_tenant().public_sources
         attached = {name: tool for name, tool in TOOLS.items()
                     if (public_on or not tool.public) and gives_reason(tool, folded)}
         if public_on and any(tool.public for tool in attached.values()):

@@ -1,6 +1,7 @@
 """Follow-ups and reminders (R12): `asixto__schedule_follow_up` (the company calls or writes
 back) and `asixto__create_reminder` (the customer is reminded of something). Both write a row
-keyed by the step's idempotency key, so a re-sent step writes once (R10)."""
+keyed by the step's idempotency key, so a re-sent step writes once (R10); runtime/builtins/delivery.py
+sends them when they fall due."""
 
 import zoneinfo
 from datetime import timedelta
@@ -19,16 +20,20 @@ WHEN = {"type": "string", "maxLength": 40,
 SAVED = {"properties": {"id": {"type": "string"}, "at": {"type": "string"}}, "required": ["id", "at"]}
 
 
+def zone_of(tz_name: str) -> zoneinfo.ZoneInfo:
+    """The conversation's timezone; UTC when it names none the system knows."""
+    try:
+        return zoneinfo.ZoneInfo(tz_name or "UTC")
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return zoneinfo.ZoneInfo("UTC")
+
+
 def _moment(text: str, tz_name: str):
     moment = parse_datetime(text.strip())
     if moment is None:
         raise Refusal(_("“%(value)s” is not a date and time like 2026-12-02T10:00. Ask the customer when.") % {"value": text})
     if timezone.is_naive(moment):
-        try:
-            zone = zoneinfo.ZoneInfo(tz_name or "UTC")
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            zone = zoneinfo.ZoneInfo("UTC")
-        moment = moment.replace(tzinfo=zone)
+        moment = moment.replace(tzinfo=zone_of(tz_name))
     now = timezone.now()
     if not now < moment < now + MAX_AHEAD:
         raise Refusal(_("The date must be in the future and within a year. Ask the customer for another one."))
@@ -46,9 +51,9 @@ def _follow_up(arguments, context) -> Result:
 def _reminder(arguments, context) -> Result:
     at = _moment(arguments["when"], context.timezone)
     row, _created = Reminder.objects.get_or_create(idempotency_key=context.idempotency_key, defaults={
-        "turn_id": context.turn_id, "conversation_id": context.conversation_id or None, "remind_at": at,
+        "turn_id": context.turn_id, "conversation_id": context.conversation_id or None, "due_at": at,
         "text": arguments["text"]})
-    return Result({"id": str(row.pk), "at": row.remind_at.isoformat()})
+    return Result({"id": str(row.pk), "at": row.due_at.isoformat()})
 
 
 register(BuiltinTool(

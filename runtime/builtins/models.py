@@ -1,6 +1,6 @@
-"""Tenant-schema models of the built-in tools (R12, R13): what they write (follow-ups, reminders,
-contact details, documents), the skills a tenant defines, and the agent options the built-ins
-read (the public-sources switch). Imported by runtime/models.py so Django finds them."""
+"""Tenant-schema models of the built-in tools (R12): what they write (follow-ups, reminders,
+contact details, documents) and the skills a tenant defines. The public-sources switch (R13) is a
+tenant setting (`Tenant.public_sources`, T6). Imported by runtime/models.py so Django finds them."""
 
 import uuid
 
@@ -9,24 +9,6 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 SKILL_NAME = RegexValidator(r"^[a-z0-9][a-z0-9_]{0,39}$", _("Use lowercase letters, digits and underscores (at most 40)."))
-
-
-class AgentOptions(models.Model):
-    """One row per tenant schema. The public-sources switch belongs on Tenant (T6); it lives here
-    until the tenant model can change, and moves with a data migration then."""
-
-    id = models.PositiveSmallIntegerField(primary_key=True, default=1, editable=False)
-    public_sources = models.BooleanField(
-        _("public sources"), default=False,
-        help_text=_("Lets the agent search the web and read public pages. Facts from them are labelled as public."))
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        verbose_name = _("agent options")
-
-    @classmethod
-    def current(cls) -> "AgentOptions":
-        return cls.objects.get_or_create(pk=1)[0]
 
 
 class _Written(models.Model):
@@ -44,16 +26,47 @@ class _Written(models.Model):
         ordering = ["-created_at"]
 
 
-class FollowUp(_Written):
-    due_at = models.DateTimeField(_("due"))
+class _Scheduled(_Written):
+    """Something sent to the customer later: when `due_at` passes, a sweep claims it once, stores
+    the notice in the conversation and pushes it to the channel (runtime/builtins/delivery.py).
+    Pending until then; it can be cancelled while pending."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", _("pending")
+        DELIVERED = "delivered", _("delivered")
+        CANCELLED = "cancelled", _("cancelled")
+
+    due_at = models.DateTimeField(_("due"), db_index=True)
+    state = models.CharField(_("state"), max_length=10, choices=State.choices, default=State.PENDING, db_index=True)
+    delivered_at = models.DateTimeField(_("delivered"), null=True, blank=True)
+    cancelled_at = models.DateTimeField(_("cancelled"), null=True, blank=True)
+    notice = models.OneToOneField("runtime.Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta(_Written.Meta):
+        abstract = True
+        ordering = ["due_at"]
+
+
+class FollowUp(_Scheduled):
+    """The company contacts the customer again (asixto__schedule_follow_up)."""
+
+    EVENT = "follow_up.due"
     reason = models.CharField(_("reason"), max_length=500)
-    done = models.BooleanField(_("done"), default=False)
+
+    @property
+    def subject(self) -> str:
+        return self.reason
 
 
-class Reminder(_Written):
-    remind_at = models.DateTimeField(_("remind at"))
+class Reminder(_Scheduled):
+    """The customer is reminded of something (asixto__create_reminder)."""
+
+    EVENT = "reminder.due"
     text = models.CharField(_("text"), max_length=500)
-    sent = models.BooleanField(_("sent"), default=False)
+
+    @property
+    def subject(self) -> str:
+        return self.text
 
 
 class ContactCapture(_Written):

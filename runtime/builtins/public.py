@@ -1,10 +1,10 @@
 """Public sources (R13): `asixto__web_search` and `asixto__read_page`, on together when the
-tenant's switch is on (AgentOptions.public_sources), off by default. What they return is marked
+tenant's switch is on (`Tenant.public_sources`, a T6 setting), off by default. What they return is marked
 public: the turn labels those facts (TurnStep.response["source"] = "public", and the fact's
 source in the reply request).
 
-Search asks the operator's backend (ASIXTO_SEARCH_URL: `GET <url>?q=…` answering
-`{"results": [{"title", "url", "snippet"}]}`). Page reading fetches one page through the pinned
+Search asks the tenant's backend (`Tenant.search_url`), else the operator's (ASIXTO_SEARCH_URL):
+`GET <url>?q=…` answering `{"results": [{"title", "url", "snippet"}]}`. Page reading fetches one page through the pinned
 outbound client (M2: resolve, then check every address; private, loopback, link-local and
 metadata addresses refused unless the operator allows them), follows no redirect, reads at most
 ASIXTO_PAGE_MAX_BYTES within ASIXTO_PAGE_TIMEOUT seconds, and keeps the text of HTML only."""
@@ -83,10 +83,10 @@ def _get(url: str, *, params=None, max_bytes: int) -> tuple[int, str, bytes, str
 
 
 def _search(arguments, context) -> Result:
-    if not settings.ASIXTO_SEARCH_URL:
+    backend = current_tenant().search_url or settings.ASIXTO_SEARCH_URL
+    if not backend:
         raise Refusal(_("Web search is not configured. Answer without it."))
-    status, _type, body, _encoding = _get(settings.ASIXTO_SEARCH_URL, params={"q": arguments["query"]},
-                                          max_bytes=MAX_SEARCH_BYTES)
+    status, _type, body, _encoding = _get(backend, params={"q": arguments["query"]}, max_bytes=MAX_SEARCH_BYTES)
     try:
         found = json.loads(body) if status == 200 else None
         results = [{"title": str(item.get("title", ""))[:200], "url": str(item.get("url", ""))[:500],

@@ -1,5 +1,5 @@
 """Dashboard pages of the runtime (A2): conversations and their turns, the truncation report,
-the playground, webhooks, skills and agent options. Support staff read; only admins change anything or talk to the agent (T4)."""
+the playground, webhooks, and skills. Support staff read; only admins change anything or talk to the agent (T4)."""
 
 from django.urls import path
 
@@ -8,6 +8,7 @@ from runtime.views import conversations, playground, skills, truncations, webhoo
 urlpatterns = [
     path("conversations/", conversations.conversations_page, name="conversations"),
     path("conversations/<uuid:pk>/", conversations.conversation_page, name="conversation"),
+    path("conversations/<uuid:pk>/<str:kind>/<uuid:item>/cancel/", conversations.scheduled_cancel, name="scheduled_cancel"),
     path("truncations/", truncations.truncations_page, name="truncations"),
     path("playground/", playground.playground_page, name="playground"),
     path("playground/messages/", playground.playground_post, name="playground_post"),
@@ -18,5 +19,4 @@ urlpatterns = [
     path("webhooks/<uuid:pk>/delete/", webhooks.webhook_delete, name="webhook_delete"),
     path("skills/", skills.skills_page, name="skills"),
     path("skills/<uuid:pk>/", skills.skill_page, name="skill"),
-    path("agent-options/", skills.agent_options_change, name="agent_options"),
 ]

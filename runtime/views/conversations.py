@@ -1,13 +1,22 @@
 """Conversations for admins and support staff: a filtered, paginated list, and one conversation
-with its turns — messages, status events, tool calls, truncations, errors, webhook attempts."""
+with its turns — messages, status events, tool calls, truncations, errors, webhook attempts — and
+its reminders and follow-ups (admins cancel a pending one)."""
 
+from django.contrib import messages
 from django.core.paginator import Paginator
-from django.shortcuts import get_object_or_404, render
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
 
+from asixto.errors import ApplicationError
 from runtime import reports
+from runtime.builtins import delivery
+from runtime.builtins.models import FollowUp, Reminder
 from runtime.forms import ConversationFilterForm
 from runtime.models import Conversation, Turn
-from tenants.access import tenant_page
+from tenants.access import admin_page, tenant_page
 
 PAGE_SIZE = 50
 
@@ -35,4 +44,22 @@ def conversation_page(request, pk):
     return render(request, "runtime/conversation.html", {
         "nav": "conversations", "conversation": conversation,
         "turns": reports.conversation_turns(conversation=conversation),
+        "scheduled": reports.conversation_scheduled(conversation=conversation),
     })
+
+
+@admin_page
+@require_POST
+def scheduled_cancel(request, pk, kind, item):
+    """Cancel a pending reminder or follow-up of the conversation (R12)."""
+    model = {"reminder": Reminder, "follow_up": FollowUp}.get(kind)
+    if model is None:
+        raise Http404
+    found = get_object_or_404(model.objects.all(), pk=item, conversation_id=pk)
+    try:
+        delivery.scheduled_cancel(item=found)
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, _("Cancelled: it will not be sent."))
+    return redirect(reverse("dashboard:conversation", args=[pk]) + "#scheduled")

@@ -24,7 +24,7 @@ def _page(request, *, form=None, secret=None, secret_for=None, status=200):
     names = {key.pk: key for key in ApiKey.objects.filter(tenant_id=request.tenant.pk)}
     for hook in hooks:
         hook.key = names.get(hook.api_key_id)
-    deliveries = WebhookDelivery.objects.select_related("turn").order_by("-created_at", "-id")
+    deliveries = WebhookDelivery.objects.select_related("turn", "message").order_by("-created_at", "-id")
     shown = request.GET.get("webhook")
     if shown and shown in {str(hook.pk) for hook in hooks}:
         deliveries = deliveries.filter(webhook_id=shown)

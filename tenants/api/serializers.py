@@ -43,7 +43,7 @@ class TenantSettingsSerializer(StrictModelSerializer):
             "slug", "name", "agent_instructions", "language",
             "model_base_url", "model_name", "model_api_key", "model_api_key_set",
             "router_base_url", "router_model_name", "router_api_key", "router_api_key_set",
-            "iteration_limit", "result_budget", "turn_budget", "public_sources", "scenarios", "exposure_policy", "server_quota",
+            "iteration_limit", "result_budget", "turn_budget", "public_sources", "search_url", "scenarios", "exposure_policy", "server_quota",
         ]
         read_only_fields = ["slug", "name"]
 
@@ -57,6 +57,9 @@ class TenantSettingsSerializer(StrictModelSerializer):
         return _reachable_endpoint(value, self.instance)
 
     def validate_router_base_url(self, value):
+        return _reachable_endpoint(value, self.instance)
+
+    def validate_search_url(self, value):
         return _reachable_endpoint(value, self.instance)
 
     def validate(self, attrs):

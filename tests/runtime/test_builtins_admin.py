@@ -1,13 +1,16 @@
 """Skills and the public-sources switch, managed by admins in the API and the dashboard (R12,
-R13, T1–T4, A4): isolated per tenant, unknown tools refused with a clear error, support staff
-and channel keys kept out."""
+R13, T1–T4, T6, A4): isolated per tenant, unknown tools refused with a clear error, support staff
+and channel keys kept out. The switch is a tenant setting (T6), beside the other agent settings."""
 
 import json
+import re
 
 from django.db import connection
 
-from runtime.builtins.models import AgentOptions, Skill
+from runtime.builtins.models import Skill
+from tenants.models import Tenant
 from tests.isolation import IsolationContract
+from tests.tenants.test_dashboard import SETTINGS_FORM
 
 
 def send(client, url, body, method="post"):
@@ -29,18 +32,15 @@ class TestSkillIsolation(IsolationContract):
         return make_skill(world)
 
 
-class TestAgentOptionsIsolation(IsolationContract):
-    list_url = "/api/v1/agent-options"
-
-    def make_object(self, world):
-        return "public_sources"
-
-    def test_it_answers_404_for_another_tenants_object(self, alpha, beta):
-        """T1: switching public sources on for B leaves A's switch off."""
-        assert send(beta.api(), "/api/v1/agent-options", {"public_sources": True}, "patch").status_code == 200
-        connection.set_schema_to_public()
-        assert alpha.api().get("/api/v1/agent-options").json()["public_sources"] is False
-        assert beta.api().get("/api/v1/agent-options").json()["public_sources"] is True
+def test_the_switch_is_one_tenant_setting_of_each_tenant(alpha, beta):
+    """T1, T6, R13: switching public sources on for B (tenant settings API) leaves A's off; the
+    runtime's own options endpoint is gone: there is one switch."""
+    response = send(beta.api(), "/api/v1/tenant", {"public_sources": True}, "patch")
+    assert response.status_code == 200 and response.json()["public_sources"] is True
+    connection.set_schema_to_public()
+    assert alpha.api().get("/api/v1/tenant").json()["public_sources"] is False
+    assert beta.api().get("/api/v1/tenant").json()["public_sources"] is True
+    assert beta.api().get("/api/v1/agent-options").status_code == 404
 
 
 def test_it_creates_and_changes_a_skill_through_the_api(alpha):
@@ -68,16 +68,17 @@ def test_admins_manage_skills_and_the_switch_in_the_dashboard(alpha):
     assert response.status_code == 302
     bad = admin.post("/skills/", {"name": "otra", "description": "d", "instructions": "i", "tools_text": "nope__x"})
     assert bad.status_code == 400 and "nope__x" in bad.content.decode()
-    assert admin.post("/agent-options/", {"public_sources": "on"}).status_code == 302
+    assert admin.post("/settings/", {**SETTINGS_FORM, "public_sources": "on"}).status_code == 302
+    assert Tenant.objects.get(pk=alpha.tenant.pk).public_sources is True
     with alpha.schema():
         skill = Skill.objects.get()
         assert (skill.name, skill.tools) == ("envios", ["asixto__draw_chart"])
-        assert AgentOptions.current().public_sources is True
     connection.set_schema_to_public()
     page = admin.get(f"/skills/{skill.pk}/")
     assert page.status_code == 200 and "asixto__draw_chart" in page.content.decode()
     support = alpha.dashboard(alpha.support_username)
     assert support.get("/skills/").status_code in (302, 403)
-    assert support.post("/agent-options/", {}).status_code in (302, 403)
-    with alpha.schema():
-        assert AgentOptions.current().public_sources is True
+    assert support.post("/settings/", SETTINGS_FORM).status_code in (302, 403)
+    assert Tenant.objects.get(pk=alpha.tenant.pk).public_sources is True
+    settings_page = admin.get("/settings/").content.decode()
+    assert re.search(r'<input[^>]*name="public_sources"[^>]*checked', settings_page)

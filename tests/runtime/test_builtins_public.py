@@ -2,14 +2,16 @@
 reading on together; page reading obeys the outbound rules and follows no redirect; what they
 bring is labelled public in the turn record and in the facts the reply is written from."""
 
+import json
+
 import pytest
 from django.test import override_settings
 
 from runtime.builtins import TOOLS, Context, call_builtin
-from runtime.builtins.models import AgentOptions
 from runtime.builtins.public import page_text
 from runtime.models import Turn, TurnStep
-from tests.runtime.runtime_support import agent, post, run
+from tenants.models import Tenant
+from tests.runtime.runtime_support import agent, post, run, tenant_settings
 from tests.support.mcp_servers import serve_asgi
 from tests.support.model_server import ScriptedModel, call, say
 from tests.support.public_web import PAGE, PublicWeb
@@ -27,9 +29,11 @@ def web():
             yield public_web, url
 
 
-def switch(world, on=True):
-    with world.schema():
-        AgentOptions.objects.update_or_create(pk=1, defaults={"public_sources": on})
+@pytest.fixture
+def switched_on(alpha):
+    """The tenant's public-sources switch (T6, R13) on for the test, off again after."""
+    with tenant_settings(alpha, public_sources=True):
+        yield
 
 
 def served(script):
@@ -42,16 +46,32 @@ def test_public_sources_are_off_by_default(alpha, web):
     model, server = served([say("No puedo buscar en internet.")])
     with server as url, agent(alpha, f"{url}/v1"):
         run(alpha, post(alpha, "Busca en internet el horario de la biblioteca"))
-    with alpha.schema():
-        assert AgentOptions.current().public_sources is False
+    assert Tenant.objects.get(pk=alpha.tenant.pk).public_sources is False
+    assert Tenant._meta.get_field("public_sources").default is False
     assert SEARCH not in model.tool_names(0) and READ not in model.tool_names(0)
 
 
-def test_the_switch_turns_search_and_reading_on_together_and_labels_the_facts(alpha, web):
+def test_the_settings_api_switch_turns_both_tools_on(alpha, web):
+    """R13, T6: the one switch is the tenant setting: PATCH /api/v1/tenant {"public_sources": true}
+    offers web search and page reading together (a message that only gives a reason to search);
+    switched off again, neither."""
+    with tenant_settings(alpha, public_sources=False):
+        for on in (True, False):
+            response = alpha.api().patch("/api/v1/tenant", json.dumps({"public_sources": on}),
+                                         content_type="application/json")
+            assert response.status_code == 200 and response.json()["public_sources"] is on
+            alpha.tenant.refresh_from_db()  # as the worker loads the tenant for each task
+            model, server = served([say("Listo.")])
+            with server as url, agent(alpha, f"{url}/v1"):
+                run(alpha, post(alpha, "Busca en internet el horario de la biblioteca"))
+            offered = set(model.tool_names(0))
+            assert ({SEARCH, READ} <= offered) if on else not ({SEARCH, READ} & offered)
+
+
+def test_the_switch_turns_search_and_reading_on_together_and_labels_the_facts(alpha, web, switched_on):
     """R13, R12: switched on, a reason to search offers both tools; the search result is stored
     as a public fact, recorded like a gateway call, and labelled public in the reply request."""
     public_web, _url = web
-    switch(alpha)
     model, server = served([call(SEARCH, {"query": "horario biblioteca"}), say("ok"), say("Abre de 8 a 18.")])
     with server as url, agent(alpha, f"{url}/v1"):
         turn = run(alpha, post(alpha, "Busca en internet el horario de la biblioteca"))
@@ -66,10 +86,9 @@ def test_the_switch_turns_search_and_reading_on_together_and_labels_the_facts(al
     assert "public source" in clean and "abre de 8 a 18" in clean
 
 
-def test_page_reading_keeps_the_text_of_a_page(alpha, web):
+def test_page_reading_keeps_the_text_of_a_page(alpha, web, switched_on):
     """R13: the page's text reaches the model without scripts, styles or markup."""
     _public_web, base = web
-    switch(alpha)
     model, server = served([call(READ, {"url": f"{base}/page"}), say("ok"), say("Abre de lunes a viernes.")])
     with server as url, agent(alpha, f"{url}/v1"):
         turn = run(alpha, post(alpha, f"Lee esta página {base}/page"))
@@ -96,10 +115,9 @@ def test_page_reading_refuses_private_addresses(alpha, web):
     assert public_web.requests == []
 
 
-def test_page_reading_follows_no_redirect(alpha, web):
+def test_page_reading_follows_no_redirect(alpha, web, switched_on):
     """M2, R13: a redirect (here to the metadata address) is not followed; the model is told."""
     public_web, base = web
-    switch(alpha)
     model, server = served([call(READ, {"url": f"{base}/moved"}), say("ok"), say("No pude leerla.")])
     with server as url, agent(alpha, f"{url}/v1"):
         turn = run(alpha, post(alpha, f"Lee esta página {base}/moved"))
@@ -113,3 +131,25 @@ def test_page_text_drops_markup():
     """R13: pure extraction with the stdlib parser."""
     text = page_text(PAGE.decode())
     assert text.splitlines() == ["Horario de la biblioteca", "Abre de lunes a viernes, de 8 a 18."]
+
+
+def test_a_tenants_own_search_backend_is_used_instead_of_the_platforms(alpha, web, switched_on):
+    """R13, T6, M2: the search backend is a tenant setting (`search_url`) checked by the outbound
+    rules when saved; set, the tenant's backend gets the query and the platform's does not."""
+    platform_web, _url = web
+    with override_settings(ASIXTO_ALLOW_PRIVATE_HOSTS=False):
+        refused = alpha.api().patch("/api/v1/tenant", json.dumps({"search_url": "http://127.0.0.1:9/search"}),
+                                    content_type="application/json")
+    assert refused.status_code == 400 and "search_url" in refused.json()["error"]["fields"]
+    own_web = PublicWeb()
+    with serve_asgi(own_web.app()) as own, tenant_settings(alpha, search_url=""):
+        response = alpha.api().patch("/api/v1/tenant", json.dumps({"search_url": f"{own}/search"}),
+                                     content_type="application/json")
+        assert response.status_code == 200 and response.json()["search_url"] == f"{own}/search"
+        alpha.tenant.refresh_from_db()  # as the worker loads the tenant for each task
+        model, server = served([call(SEARCH, {"query": "horario biblioteca"}), say("ok"), say("Abre de 8 a 18.")])
+        with server as url, agent(alpha, f"{url}/v1"):
+            turn = run(alpha, post(alpha, "Busca en internet el horario de la biblioteca"))
+    with alpha.schema():
+        assert TurnStep.objects.get(turn=turn, kind="tool").outcome == "ok"
+    assert own_web.requests == ["/search"] and platform_web.requests == []

@@ -87,7 +87,7 @@ def test_it_lists_delivery_attempts_with_links_to_their_turns(alpha):
         webhook = ChannelWebhook.objects.get()
         WebhookDelivery.objects.create(webhook=webhook, turn=turn, delivery_id="0b3c6a8e-8d8e-4c55-9d84-1d2d2f0b6c11",
                                        attempt=1, url=webhook.url, outcome="retrying", status_code=503,
-                                       error="The receiver answered HTTP 503.")
+                                       error_code="http_status", error_params={"status": 503})
     html = alpha.dashboard("ana").get("/webhooks/").content.decode()
     assert "HTTP 503" in html and f"/conversations/{turn.conversation_id}/#turn-{turn.pk}" in html
     conversation = alpha.dashboard("sam").get(f"/conversations/{turn.conversation_id}/").content.decode()

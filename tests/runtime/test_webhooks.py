@@ -11,7 +11,6 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
-from asixto.celery import app
 from runtime.models import ChannelWebhook, Turn, WebhookDelivery
 from runtime.webhooks import retry_delay, sign, verify
 from tenants.models import ApiKey
@@ -26,14 +25,6 @@ from tests.support.webhook_receiver import Receiver
 
 def send(client, url, body, method="post"):
     return getattr(client, method)(url, json.dumps(body), content_type="application/json")
-
-
-@pytest.fixture
-def eager():
-    before = app.conf.task_always_eager
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = before
 
 
 def set_webhook(world, url, key=None):
@@ -403,3 +394,46 @@ def test_a_receiver_name_that_rebinds_to_loopback_gets_no_connection(alpha, eage
     assert target.count == 0
     [attempt] = deliveries(alpha, created["id"])
     assert attempt["outcome"] == "refused" and attempt["status_code"] is None
+
+
+def test_a_failure_is_kept_as_a_code_and_shown_in_the_readers_language(alpha, eager, django_capture_on_commit_callbacks):
+    """A3, A1: a failed attempt stores a code and its parameters, not text; the API answers the
+    code, the parameters and the message in the request's language, and so does the dashboard."""
+    receiver = Receiver([404])
+    model = ScriptedModel([say("Listo.")])
+    with serve_asgi(receiver.app()) as hook, serve_asgi(model.app()) as url, agent(alpha, f"{url}/v1"):
+        created = set_webhook(alpha, f"{hook}/hook")
+        converse(alpha, "Hola", django_capture_on_commit_callbacks)
+    with alpha.schema():
+        stored = WebhookDelivery.objects.get()
+        assert (stored.error_code, stored.error_params) == ("http_status", {"status": 404})
+    url = f"/api/v1/webhooks/{created['id']}/deliveries"
+    for language, text in (("en", "The receiver answered HTTP 404."), ("es", "El receptor respondió HTTP 404.")):
+        [attempt] = alpha.api().get(url, HTTP_ACCEPT_LANGUAGE=language).json()["results"]
+        assert (attempt["error_code"], attempt["error_params"], attempt["error"]) == ("http_status", {"status": 404}, text)
+        page = alpha.dashboard(alpha.admin_username).get("/webhooks/", HTTP_ACCEPT_LANGUAGE=language).content.decode()
+        assert text in page
+
+
+def test_a_refusal_is_shown_in_the_readers_language(alpha, eager, django_capture_on_commit_callbacks):
+    """A3, M2: the outbound rules' reason is kept as its message id and values, so the refusal
+    reads in English or Spanish, whoever's worker made the attempt."""
+    receiver = Receiver([200])
+    with serve_asgi(receiver.app()) as hook, agent(alpha, ""):
+        created = set_webhook(alpha, f"{hook}/hook")
+        with override_settings(ASIXTO_ALLOW_PRIVATE_HOSTS=False):
+            converse(alpha, "Hola", django_capture_on_commit_callbacks)
+    url = f"/api/v1/webhooks/{created['id']}/deliveries"
+    english = alpha.api().get(url, HTTP_ACCEPT_LANGUAGE="en").json()["results"][0]
+    spanish = alpha.api().get(url, HTTP_ACCEPT_LANGUAGE="es").json()["results"][0]
+    assert english["error_code"] == spanish["error_code"] == "refused"
+    assert "The platform does not connect to 127.0.0.1" in english["error"]
+    assert "La plataforma no se conecta a 127.0.0.1" in spanish["error"]
+
+
+def test_errors_stored_as_text_before_codes_still_read():
+    """A3: attempts recorded before codes existed become the `literal` code and read as they were."""
+    from runtime.webhook_errors import render_error
+
+    assert render_error("literal", {"text": "No answer within 10 s."}) == "No answer within 10 s."
+    assert render_error("", {}) == "" and render_error("unknown_code", {}) == "unknown_code"
