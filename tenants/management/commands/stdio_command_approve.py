@@ -38,16 +38,16 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("slug")
         parser.add_argument("--executable", required=True, help="absolute path of the program")
-        parser.add_argument("--arg", action="append", default=[], dest="args", help="a fixed argument (repeat)")
+        parser.add_argument("--arg", action="append", default=[], dest="arg_list", help="a fixed argument (repeat)")
         parser.add_argument("--allow-extra-args", action="store_true", help="tenants may add arguments")
         parser.add_argument("--env", action="append", default=[], help="a fixed variable NAME=VALUE (repeat)")
         parser.add_argument("--tenant-var", action="append", default=[], help="a variable tenants may set, NAME or NAME:secret")
         parser.add_argument("--description", default="")
 
-    def handle(self, *positional, **options):
+    def handle(self, *args, **options):
         connection.set_schema_to_public()
         fields = {
-            "description": options["description"], "executable": options["executable"], "base_args": options["args"],
+            "description": options["description"], "executable": options["executable"], "base_args": options["arg_list"],
             "allow_extra_args": options["allow_extra_args"], "fixed_env": _env(options["env"]),
             "tenant_vars": _tenant_vars(options["tenant_var"]), "enabled": True,
         }
