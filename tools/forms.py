@@ -64,18 +64,10 @@ class ServerForm(forms.ModelForm):
         return [line.strip() for line in self.cleaned_data["args_text"].splitlines() if line.strip()]
 
     def clean_headers_text(self):
-        headers, problems = {}, []
-        for number, line in enumerate(self.cleaned_data["headers_text"].splitlines(), start=1):
-            if not line.strip():
-                continue
-            name, sep, value = line.partition(":")
-            name, value = name.strip(), value.strip()
-            if not sep or not name or not value:
-                problems.append(_("Line %(number)d is not 'Name: value'.") % {"number": number})
-            elif name in headers:
-                problems.append(_("This header is listed twice: %(name)s") % {"name": name})
-            else:
-                headers[name] = value
+        headers, problems = _pairs(
+            self.cleaned_data["headers_text"], ":", _("Line %(number)d is not 'Name: value'."),
+            _("This header is listed twice: %(name)s"), value_required=True,
+        )
         # The API's rule, so both surfaces store the same headers (M1).
         problems += auth_header_problems(headers)
         if problems:
@@ -83,18 +75,11 @@ class ServerForm(forms.ModelForm):
         return headers
 
     def clean_env_text(self):
-        env, problems = {}, []
-        for number, line in enumerate(self.cleaned_data["env_text"].splitlines(), start=1):
-            if not line.strip():
-                continue
-            name, sep, value = line.partition("=")
-            name = name.strip()
-            if not sep or not name:
-                problems.append(_("Line %(number)d is not 'NAME=value'.") % {"number": number})
-            elif name in env:
-                problems.append(_("This variable is listed twice: %(name)s") % {"name": name})
-            else:
-                env[name] = value
+        # Values are kept as typed (spaces included); NAME= removes a variable.
+        env, problems = _pairs(
+            self.cleaned_data["env_text"], "=", _("Line %(number)d is not 'NAME=value'."),
+            _("This variable is listed twice: %(name)s"), value_required=False,
+        )
         if problems:
             raise forms.ValidationError(problems)
         # Plain variables left out are removed (the field shows them all); secrets are kept.
@@ -120,6 +105,24 @@ class ServerForm(forms.ModelForm):
         if not self.instance._state.adding:
             data.pop("slug", None)
         return data
+
+
+def _pairs(text, separator, bad_line, twice, *, value_required):
+    """`name<separator>value` lines typed into the dashboard → (name → value, problems)."""
+    found, problems = {}, []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, sep, value = line.partition(separator)
+        name = name.strip()
+        value = value.strip() if value_required else value
+        if not sep or not name or (value_required and not value):
+            problems.append(bad_line % {"number": number})
+        elif name in found:
+            problems.append(twice % {"name": name})
+        else:
+            found[name] = value
+    return found, problems
 
 
 def _command_label(command) -> str:
