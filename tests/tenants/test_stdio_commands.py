@@ -109,3 +109,22 @@ def test_the_management_commands_approve_replace_list_and_disable(db):
     with pytest.raises(CommandError, match="No approved command"):
         call_command("stdio_command_disable", "nothing", stdout=out)
     assert not ApprovedCommand.objects.filter(slug="bad").exists()
+
+
+def test_the_django_admin_applies_the_same_rules(db):
+    """M3, issue 8: an approval the service would refuse is refused in the admin too."""
+    from django.test import Client
+
+    from accounts.models import User
+
+    connection.set_schema_to_public()
+    User.objects.create_superuser("ops", password="ops-password-123")
+    admin = Client(HTTP_HOST="localhost")
+    assert admin.post("/admin/login/?next=/admin/", {"username": "ops", "password": "ops-password-123"}).status_code == 302
+    form = {"slug": "crm", "executable": NODE, "base_args": "[]", "fixed_env": '{"REGION": "co"}', "enabled": "on"}
+    refused = admin.post("/admin/tenants/approvedcommand/add/", {**form, "tenant_vars": '[{"name": "REGION"}]'})
+    assert refused.status_code == 200 and "REGION" in refused.content.decode()
+    assert not ApprovedCommand.objects.filter(slug="crm").exists()
+    saved = admin.post("/admin/tenants/approvedcommand/add/", {**form, "tenant_vars": '[{"name": "TOKEN", "secret": true}]'})
+    assert saved.status_code == 302
+    assert ApprovedCommand.objects.get(slug="crm").declared_vars == {"TOKEN": True}
