@@ -38,7 +38,11 @@ class EnvVarsField(serializers.DictField):
 class ServerSerializer(StrictModelSerializer):
     auth_headers = AuthHeadersField(write_only=True, required=False)
     auth_header_names = serializers.SerializerMethodField()
-    env = EnvVarsField(write_only=True, required=False)
+    env = EnvVarsField(
+        write_only=True, required=False,
+        help_text="stdio only: values of the variables the approved command declares (see env_vars); null or \"\" unsets one. "
+                  "Names left out keep their value. Never returned.",
+    )
     env_vars = serializers.SerializerMethodField(
         help_text="The variables the approved command lets you set: name, secret, set, and value (plain ones only)."
     )
