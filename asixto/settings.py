@@ -37,6 +37,12 @@ ASIXTO_DEFAULT_SERVER_QUOTA = envint("ASIXTO_DEFAULT_SERVER_QUOTA", 20)
 ASIXTO_MAX_RESULT_BYTES = envint("ASIXTO_MAX_RESULT_BYTES", 1024 * 1024)
 # The domain tenant subdomains hang from: `<slug>.<ASIXTO_BASE_DOMAIN>`.
 ASIXTO_BASE_DOMAIN = os.environ.get("ASIXTO_BASE_DOMAIN", "localhost")
+# stdio MCP servers (tools.stdio_launch): where each tenant server's private `{workdir}` lives,
+# and, when the platform runs as root, the first of the uids they run as (one per server; empty:
+# all share ASIXTO_STDIO_USER).
+ASIXTO_STDIO_ROOT = os.environ.get("ASIXTO_STDIO_ROOT") or str(BASE_DIR / "var" / "stdio")
+_stdio_uid_base = os.environ.get("ASIXTO_STDIO_UID_BASE", "200000").strip()
+ASIXTO_STDIO_UID_BASE = int(_stdio_uid_base) if _stdio_uid_base else None
 
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "*")
 # Origins allowed to post forms to a dashboard besides the dashboard's own, which Django always

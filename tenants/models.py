@@ -168,13 +168,26 @@ class ApiKey(models.Model):
 
 
 class ApprovedCommand(models.Model):
-    """A stdio MCP server command an operator approved (M3): tenants pick one, never type one."""
+    """A stdio MCP server command an operator approved (M3): tenants pick one, never type one.
+
+    Fixed arguments and `fixed_env` values may hold `{workdir}`, the tenant server's private
+    persistent directory (tools.stdio_launch). `tenant_vars` declares the environment variables a
+    tenant may set: `[{"name": "API_TOKEN", "secret": true}, ...]`; the rules are in
+    tenants.stdio_commands."""
 
     slug = models.SlugField(_("slug"), max_length=60, unique=True)
     description = models.CharField(_("description"), max_length=300, blank=True)
     executable = models.CharField(_("executable"), max_length=500, help_text=_("Absolute path of the program."))
     base_args = models.JSONField(_("fixed arguments"), default=list, blank=True)
     allow_extra_args = models.BooleanField(_("tenants may add arguments"), default=False)
+    fixed_env = models.JSONField(
+        _("fixed environment"), default=dict, blank=True,
+        help_text=_("Variables every server of this command gets, NAME → value; {workdir} is the server's private directory."),
+    )
+    tenant_vars = models.JSONField(
+        _("variables tenants may set"), default=list, blank=True,
+        help_text=_('For example [{"name": "API_TOKEN", "secret": true}]. Secret values are encrypted and never shown.'),
+    )
     enabled = models.BooleanField(_("enabled"), default=True)
 
     class Meta:
@@ -182,6 +195,36 @@ class ApprovedCommand(models.Model):
 
     def __str__(self):
         return self.slug
+
+    def clean_fields(self, exclude=None):
+        super().clean_fields(exclude=exclude)
+        from tenants.stdio_commands import command_problems  # it reads this module's constants
+
+        problems = command_problems(self)
+        if problems:
+            raise ValidationError(problems)
+
+    @property
+    def declared_vars(self) -> dict[str, bool]:
+        """Name → secret, for the variables tenants may set."""
+        return {entry["name"]: bool(entry.get("secret")) for entry in self.tenant_vars or []}
+
+
+class StdioAccount(models.Model):
+    """The stable number of one tenant's stdio server (M3, issue 7): its uid is
+    ASIXTO_STDIO_UID_BASE + this row's id when the platform runs as root, so no two servers,
+    of one tenant or of two, share a user. Rows are never reused."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="stdio_accounts")
+    server_id = models.UUIDField()
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant", "server_id"], name="stdioaccount_once")]
+
+    def __str__(self):
+        return f"{self.tenant} {self.server_id} #{self.pk}"
 
 
 class ApprovedPrivateHost(models.Model):

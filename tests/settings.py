@@ -13,6 +13,12 @@ os.environ.setdefault("ASIXTO_ROUTING", "0")
 # user cannot read it (/root): children keep the tests' own user, without any capability.
 # tests/tools/test_stdio_isolation.py runs them as an unprivileged user too.
 os.environ.setdefault("ASIXTO_STDIO_USER", "")
+# ...and no uid of their own either (tests/tools/test_stdio_tenant_isolation.py turns it on), with
+# their private directories under the temporary folder, one tree per test database.
+os.environ.setdefault("ASIXTO_STDIO_UID_BASE", "")
+os.environ.setdefault(
+    "ASIXTO_STDIO_ROOT", os.path.join("/tmp", f"asixto-stdio-{os.environ.get('ASIXTO_TEST_DATABASE', 'test')}")
+)
 _redis = urlsplit(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
 os.environ["REDIS_URL"] = urlunsplit(_redis._replace(path="/" + os.environ.get("ASIXTO_TEST_REDIS_DB", "15")))
 os.environ.pop("CELERY_BROKER_URL", None)

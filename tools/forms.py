@@ -7,6 +7,7 @@ from asixto.json_input import JsonInputError, load_json
 from tenants.models import ApprovedCommand
 from tools.auth_headers import auth_header_problems
 from tools.models import McpServer
+from tools.servers import env_state
 
 
 class ServerForm(forms.ModelForm):
@@ -22,6 +23,12 @@ class ServerForm(forms.ModelForm):
         widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off"}),
     )
     clear_headers = forms.BooleanField(label=_("Remove the stored auth headers"), required=False)
+    env_text = forms.CharField(
+        label=_("Environment variables (one per line, NAME=value)"), required=False, max_length=50000,
+        widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off"}),
+        help_text=_("Only the variables the approved command declares. Secret values are never shown: "
+                    "leave a secret out to keep it, write NAME= to remove it."),
+    )
 
     class Meta:
         model = McpServer
@@ -32,13 +39,13 @@ class ServerForm(forms.ModelForm):
     HTTP_TRANSPORTS = f"{McpServer.Transport.STREAMABLE_HTTP} {McpServer.Transport.SSE}"
     TRANSPORT_FIELDS = {
         "url": HTTP_TRANSPORTS, "headers_text": HTTP_TRANSPORTS, "clear_headers": HTTP_TRANSPORTS,
-        "command": McpServer.Transport.STDIO, "args_text": McpServer.Transport.STDIO,
+        "command": McpServer.Transport.STDIO, "args_text": McpServer.Transport.STDIO, "env_text": McpServer.Transport.STDIO,
     }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         commands = list(ApprovedCommand.objects.filter(enabled=True))
-        self.fields["command"].choices = [("", "—")] + [(c.slug, f"{c.slug} — {c.description}") for c in commands]
+        self.fields["command"].choices = [("", "—")] + [(c.slug, _command_label(c)) for c in commands]
         if not commands:
             self.fields["command"].help_text = _("No command is approved yet: a platform operator approves stdio commands in the Django admin.")
         self.fields["transport"].choices = McpServer.Transport.choices  # no empty choice: HTTP by default
@@ -46,6 +53,10 @@ class ServerForm(forms.ModelForm):
         for name, transports in self.TRANSPORT_FIELDS.items():
             self.fields[name].widget.attrs["data-transports"] = transports
         self.initial["args_text"] = "\n".join(self.instance.args or [])
+        self.env_vars = env_state(self.instance) if not self.instance._state.adding else []
+        self.initial["env_text"] = "\n".join(
+            f"{var['name']}={var['value']}" for var in self.env_vars if not var["secret"] and var["set"]
+        )
         if not self.instance._state.adding:
             self.fields["slug"].disabled = True
 
@@ -53,23 +64,30 @@ class ServerForm(forms.ModelForm):
         return [line.strip() for line in self.cleaned_data["args_text"].splitlines() if line.strip()]
 
     def clean_headers_text(self):
-        headers, problems = {}, []
-        for number, line in enumerate(self.cleaned_data["headers_text"].splitlines(), start=1):
-            if not line.strip():
-                continue
-            name, sep, value = line.partition(":")
-            name, value = name.strip(), value.strip()
-            if not sep or not name or not value:
-                problems.append(_("Line %(number)d is not 'Name: value'.") % {"number": number})
-            elif name in headers:
-                problems.append(_("This header is listed twice: %(name)s") % {"name": name})
-            else:
-                headers[name] = value
+        headers, problems = _pairs(
+            self.cleaned_data["headers_text"], ":", _("Line %(number)d is not 'Name: value'."),
+            _("This header is listed twice: %(name)s"), value_required=True,
+        )
         # The API's rule, so both surfaces store the same headers (M1).
         problems += auth_header_problems(headers)
         if problems:
             raise forms.ValidationError(problems)
         return headers
+
+    def clean_env_text(self):
+        # Values are kept as typed (spaces included); NAME= removes a variable.
+        env, problems = _pairs(
+            self.cleaned_data["env_text"], "=", _("Line %(number)d is not 'NAME=value'."),
+            _("This variable is listed twice: %(name)s"), value_required=False,
+        )
+        if problems:
+            raise forms.ValidationError(problems)
+        # Plain variables left out are removed (the field shows them all); secrets are kept.
+        same_command = self.cleaned_data.get("command") == self.instance.command
+        for var in self.env_vars if same_command else ():
+            if not var["secret"] and var["set"] and var["name"] not in env:
+                env[var["name"]] = ""
+        return env
 
     def service_data(self):
         data = {name: self.cleaned_data[name] for name in self.Meta.fields if name in self.cleaned_data}
@@ -77,6 +95,7 @@ class ServerForm(forms.ModelForm):
         # Only the chosen transport's fields count (hidden ones may still hold what was typed).
         if data.get("transport") == McpServer.Transport.STDIO:
             data["url"] = ""
+            data["env"] = self.cleaned_data["env_text"]
         else:
             data["command"], data["args"] = "", []
         if self.cleaned_data.get("clear_headers"):
@@ -86,6 +105,32 @@ class ServerForm(forms.ModelForm):
         if not self.instance._state.adding:
             data.pop("slug", None)
         return data
+
+
+def _pairs(text, separator, bad_line, twice, *, value_required):
+    """`name<separator>value` lines typed into the dashboard → (name → value, problems)."""
+    found, problems = {}, []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, sep, value = line.partition(separator)
+        name = name.strip()
+        value = value.strip() if value_required else value
+        if not sep or not name or (value_required and not value):
+            problems.append(bad_line % {"number": number})
+        elif name in found:
+            problems.append(twice % {"name": name})
+        else:
+            found[name] = value
+    return found, problems
+
+
+def _command_label(command) -> str:
+    label = f"{command.slug} — {command.description}"
+    if command.tenant_vars:
+        names = ", ".join(f"{name} ({_('secret')})" if secret else name for name, secret in command.declared_vars.items())
+        label += " · " + _("variables: %(names)s") % {"names": names}
+    return label
 
 
 def _json_object(text):

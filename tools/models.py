@@ -56,6 +56,10 @@ class McpServer(models.Model):
     args = models.JSONField(_("extra arguments"), default=list, blank=True)
     # JSON object of header name → value, encrypted (T7); never sent back.
     auth_headers = EncryptedTextField(_("auth headers"), blank=True)
+    # stdio: the variables the approved command lets the tenant set (tenants.stdio_commands),
+    # plain ones as they are, secret ones as an encrypted JSON object (T7), never sent back.
+    env_values = models.JSONField(_("environment variables"), default=dict, blank=True)
+    env_secrets = EncryptedTextField(_("secret environment variables"), blank=True)
     timeout_seconds = models.FloatField(
         _("call timeout (seconds)"), default=15.0, validators=[MinValueValidator(1.0), MaxValueValidator(300.0)]
     )
@@ -93,6 +97,16 @@ class McpServer(models.Model):
     @property
     def headers(self) -> dict:
         return json.loads(self.auth_headers) if self.auth_headers else {}
+
+    @property
+    def secret_env(self) -> dict:
+        return json.loads(self.env_secrets) if self.env_secrets else {}
+
+    @property
+    def secret_values(self) -> dict:
+        """Every secret this server was configured with (auth headers and secret variables),
+        labelled, for the redaction of anything it sends back (T7)."""
+        return {**self.headers, **{f"env:{name}": value for name, value in self.secret_env.items()}}
 
     @property
     def sync_error(self) -> str:

@@ -49,7 +49,7 @@ def tool_probe(*, tool: Tool) -> list[RuleFinding]:
         compatible = server.contract_mode == McpServer.ContractMode.COMPATIBLE
         findings = check_probe_result(
             first, output_schema=tool.definition.get("outputSchema"), budget=tenant.result_budget,
-            secrets=configured_secrets(tool.server.headers), compatible=compatible,
+            secrets=configured_secrets(tool.server.secret_values), compatible=compatible,
         )
         calls[-1]["findings"] = findings
         annotations = tool.definition.get("annotations") or {}

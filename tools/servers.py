@@ -1,5 +1,6 @@
 """Registering a tenant's MCP servers and reaching them: the reachability checks at registration
-(M2, M3), how to reach a server right now, and the `server/discover` probe (M4)."""
+(M2, M3), the variables a tenant sets on a stdio server (issue 8), how to reach a server right
+now, and the `server/discover` probe (M4)."""
 
 import json
 
@@ -8,11 +9,16 @@ from django.utils.translation import gettext_lazy as _
 from asixto.errors import ApplicationError
 from tenants.models import ApprovedCommand
 from tenants.outbound import outbound_policy
+from tenants.stdio_commands import tenant_env_problems
 from tools import mcp
 from tools.models import McpServer
 from tools.outbound import OutboundRefused, check_url
+from tools.stdio_launch import STDIO_ENV, launch_spec
 
-STDIO_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+__all__ = [
+    "STDIO_ENV", "approved_command", "env_state", "server_create", "server_probe", "server_target", "server_update",
+    "validate_server_fields",
+]
 
 
 def approved_command(slug) -> ApprovedCommand:
@@ -28,10 +34,9 @@ def server_target(server: McpServer) -> "mcp.ServerTarget":
     """How to reach `server` right now. The URL is resolved and checked again here, not only at
     registration, because DNS answers can change (M2)."""
     if server.transport == McpServer.Transport.STDIO:
-        command = approved_command(server.command)
-        argv = (command.executable, *command.base_args, *(server.args if command.allow_extra_args else ()))
+        spec = launch_spec(server=server, command=approved_command(server.command))
         return mcp.ServerTarget(
-            transport="stdio", argv=tuple(str(arg) for arg in argv), env=dict(STDIO_ENV),
+            transport="stdio", argv=spec.argv, env=spec.env, user=spec.user,
             timeout=server.timeout_seconds, discover=server.discover_result, legacy=server.is_legacy,
         )
     _check_reachable(server.url)
@@ -69,12 +74,14 @@ def server_create(*, data: dict) -> McpServer:
     sync once the row is committed; that sync starts with the discovery probe (M4)."""
     data = dict(data)
     headers = data.pop("auth_headers", None)
+    env = data.pop("env", None)
     validate_server_fields(
         transport=data["transport"], url=data.get("url", ""), command=data.get("command", ""), args=data.get("args", [])
     )
     server = McpServer(**data)
     if headers:
         server.auth_headers = json.dumps(headers)
+    _set_env(server, env)
     server.save()
     return server
 
@@ -84,12 +91,14 @@ def server_update(*, server: McpServer, data: dict) -> McpServer:
     change of contract mode certifies its tools again (tools.overlays)."""
     data = dict(data)
     headers = data.pop("auth_headers", None)
+    env = data.pop("env", None)
     mode = data.pop("contract_mode", None)
     merged = {key: data.get(key, getattr(server, key)) for key in ("transport", "url", "command", "args")}
     validate_server_fields(**merged)
-    reach_changed = any(merged[key] != getattr(server, key) for key in merged) or headers is not None
+    reach_changed = any(merged[key] != getattr(server, key) for key in merged) or headers is not None or bool(env)
     for key, value in data.items():
         setattr(server, key, value)
+    _set_env(server, env)
     if headers is not None:
         server.auth_headers = json.dumps(headers) if headers else ""
     if reach_changed:
@@ -100,6 +109,48 @@ def server_update(*, server: McpServer, data: dict) -> McpServer:
 
         server_set_contract_mode(server=server, mode=mode)
     return server
+
+
+def _set_env(server: McpServer, env: dict | None):
+    """Apply the variables a tenant gives (name → value; None or "" unsets one) to a server
+    whose transport and command are already set and checked. Only names its approved command
+    declares are taken; stored values the command no longer declares are dropped (issue 8)."""
+    if server.transport != McpServer.Transport.STDIO:
+        if env:
+            raise ApplicationError(
+                _("Only stdio servers take environment variables."), fields={"env": [_("Not for this transport.")]}
+            )
+        server.env_values, server.env_secrets = {}, ""
+        return
+    command = approved_command(server.command)
+    problems = tenant_env_problems(command, env or {})
+    if problems:
+        raise ApplicationError(_("These environment variables cannot be set."), fields={"env": problems})
+    declared = command.declared_vars
+    plain = {name: value for name, value in server.env_values.items() if declared.get(name) is False}
+    secret = {name: value for name, value in server.secret_env.items() if declared.get(name) is True}
+    for name, value in (env or {}).items():
+        store = secret if declared[name] else plain
+        if value:
+            store[name] = value
+        else:
+            store.pop(name, None)
+    server.env_values = plain
+    server.env_secrets = json.dumps(secret) if secret else ""
+
+
+def env_state(server: McpServer) -> list[dict]:
+    """The variables a server's command declares, for the API and the dashboard: a plain one
+    with its value, a secret one only as set or not (T7)."""
+    command = ApprovedCommand.objects.filter(slug=server.command).first() if server.command else None
+    if command is None or server.transport != McpServer.Transport.STDIO:
+        return []
+    plain, secret = server.env_values, server.secret_env
+    return [
+        {"name": name, "secret": is_secret, "set": name in (secret if is_secret else plain),
+         **({} if is_secret else {"value": plain.get(name, "")})}
+        for name, is_secret in command.declared_vars.items()
+    ]
 
 
 def server_probe(*, server: McpServer) -> McpServer:

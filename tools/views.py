@@ -31,7 +31,7 @@ TOOL_FILTER_CHOICES = 200
 
 
 # Service field names that the server form shows under another name.
-FORM_FIELD = {"args": "args_text", "auth_headers": "headers_text"}
+FORM_FIELD = {"args": "args_text", "auth_headers": "headers_text", "env": "env_text"}
 
 
 def _apply_service_errors(form, exc: ApplicationError):

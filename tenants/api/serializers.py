@@ -4,7 +4,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from asixto.api import StrictModelSerializer, StrictSerializer
-from tenants.models import CHANNELS, LEVELS, MAX_SERVER_QUOTA, ApiKey, Tenant, default_exposure_policy
+from tenants.models import CHANNELS, LEVELS, MAX_SERVER_QUOTA, ApiKey, ApprovedCommand, Tenant, default_exposure_policy
 from tenants.outbound import endpoint_problem
 
 
@@ -136,3 +136,17 @@ class TenantSummarySerializer(serializers.ModelSerializer):
     def get_domain(self, tenant) -> str | None:
         domain = tenant.get_primary_domain()
         return domain.domain if domain else None
+
+
+class ApprovedCommandSerializer(StrictModelSerializer):
+    """An operator-approved stdio command (M3, issue 8); the rules are in tenants.stdio_commands."""
+
+    class Meta:
+        model = ApprovedCommand
+        fields = ["slug", "description", "executable", "base_args", "allow_extra_args", "fixed_env", "tenant_vars", "enabled"]
+        extra_kwargs = {"slug": {"validators": []}}  # the service answers a taken slug with 409
+
+
+class ApprovedCommandUpdateSerializer(ApprovedCommandSerializer):
+    class Meta(ApprovedCommandSerializer.Meta):
+        read_only_fields = ["slug"]

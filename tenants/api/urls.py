@@ -8,5 +8,7 @@ urlpatterns = [
     path("api-keys/<uuid:pk>", views.ApiKeyDetailView.as_view(), name="api-key-detail"),
     path("operator/tenants", views.OperatorTenantListCreateView.as_view(), name="operator-tenant-list"),
     path("operator/tenants/<int:pk>", views.OperatorTenantDetailView.as_view(), name="operator-tenant-detail"),
+    path("operator/stdio-commands", views.OperatorCommandListCreateView.as_view(), name="operator-command-list"),
+    path("operator/stdio-commands/<slug:slug>", views.OperatorCommandDetailView.as_view(), name="operator-command-detail"),
     path("health", views.HealthView.as_view(), name="health"),
 ]

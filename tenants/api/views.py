@@ -8,10 +8,10 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from tenants import services
+from tenants import services, stdio_commands
 from tenants.api import serializers as s
 from tenants.api.auth import IsOperatorKey
-from tenants.models import ApiKey, Tenant
+from tenants.models import ApiKey, ApprovedCommand, Tenant
 
 
 class TenantSettingsView(APIView):
@@ -97,6 +97,45 @@ class OperatorTenantDetailView(APIView):
         data.is_valid(raise_exception=True)
         tenant = services.tenant_settings_update(tenant=tenant, data=data.validated_data)
         return Response(s.TenantSummarySerializer(tenant).data)
+
+
+class OperatorCommandListCreateView(generics.ListAPIView):
+    """Operators: list and approve stdio commands (M3, issue 8)."""
+
+    permission_classes = [IsOperatorKey]
+    serializer_class = s.ApprovedCommandSerializer
+    queryset = ApprovedCommand.objects.all()
+
+    @extend_schema(request=s.ApprovedCommandSerializer, responses={201: s.ApprovedCommandSerializer})
+    def post(self, request):
+        data = s.ApprovedCommandSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        command = stdio_commands.approved_command_create(**data.validated_data)
+        return Response(s.ApprovedCommandSerializer(command).data, status=status.HTTP_201_CREATED)
+
+
+class OperatorCommandDetailView(APIView):
+    """Operators: read, change or disable one approved command. Disabling keeps the row (servers
+    of it fail with a clear error until it is enabled again)."""
+
+    permission_classes = [IsOperatorKey]
+
+    @extend_schema(responses=s.ApprovedCommandSerializer)
+    def get(self, request, slug):
+        return Response(s.ApprovedCommandSerializer(get_object_or_404(ApprovedCommand, slug=slug)).data)
+
+    @extend_schema(request=s.ApprovedCommandUpdateSerializer, responses=s.ApprovedCommandSerializer)
+    def patch(self, request, slug):
+        command = get_object_or_404(ApprovedCommand, slug=slug)
+        data = s.ApprovedCommandUpdateSerializer(command, data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        command = stdio_commands.approved_command_update(command=command, data=data.validated_data)
+        return Response(s.ApprovedCommandSerializer(command).data)
+
+    @extend_schema(responses=s.ApprovedCommandSerializer, description="Disable the command (the approval is kept).")
+    def delete(self, request, slug):
+        command = stdio_commands.approved_command_disable(command=get_object_or_404(ApprovedCommand, slug=slug))
+        return Response(s.ApprovedCommandSerializer(command).data)
 
 
 class HealthView(APIView):

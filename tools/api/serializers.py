@@ -4,6 +4,7 @@ from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
 from asixto.api import StrictModelSerializer, StrictSerializer
+from tenants.stdio_commands import MAX_VALUE_CHARS, MAX_VARS
 from tools.auth_headers import MAX_VALUE, auth_header_problems
 from tools.models import CatalogVersion, Finding, McpServer, Tool, ToolCall
 
@@ -21,9 +22,30 @@ class AuthHeadersField(serializers.DictField):
         return value
 
 
+class EnvVarsField(serializers.DictField):
+    """stdio variables the approved command declares, name → value (null or "" unsets one).
+    Write-only (T7): responses list them in `env_vars`, secret ones only as set or not. The
+    service checks the names against the command (tenants.stdio_commands)."""
+
+    child = serializers.CharField(max_length=MAX_VALUE_CHARS, allow_blank=True, allow_null=True, trim_whitespace=False)
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict) and len(data) > MAX_VARS:
+            raise serializers.ValidationError(_("At most %(count)d variables.") % {"count": MAX_VARS})
+        return super().to_internal_value(data)
+
+
 class ServerSerializer(StrictModelSerializer):
     auth_headers = AuthHeadersField(write_only=True, required=False)
     auth_header_names = serializers.SerializerMethodField()
+    env = EnvVarsField(
+        write_only=True, required=False,
+        help_text="stdio only: values of the variables the approved command declares (see env_vars); null or \"\" unsets one. "
+                  "Names left out keep their value. Never returned.",
+    )
+    env_vars = serializers.SerializerMethodField(
+        help_text="The variables the approved command lets you set: name, secret, set, and value (plain ones only)."
+    )
     shared_findings = serializers.SerializerMethodField(
         help_text="Warnings most of the server's tools share, shown once here instead of on every tool."
     )
@@ -32,14 +54,19 @@ class ServerSerializer(StrictModelSerializer):
     class Meta:
         model = McpServer
         fields = [
-            "id", "slug", "name", "transport", "url", "command", "args", "auth_headers", "auth_header_names",
-            "timeout_seconds", "enabled", "contract_mode", "protocol_version", "is_legacy", "sync_status", "sync_error",
+            "id", "slug", "name", "transport", "url", "command", "args", "auth_headers", "auth_header_names", "env",
+            "env_vars", "timeout_seconds", "enabled", "contract_mode", "protocol_version", "is_legacy", "sync_status", "sync_error",
             "synced_at", "created_at", "shared_findings",
         ]
         read_only_fields = ["protocol_version", "is_legacy", "sync_status", "sync_error", "synced_at", "created_at"]
 
     def get_auth_header_names(self, server) -> list[str]:
         return sorted(server.headers)
+
+    def get_env_vars(self, server) -> list[dict]:
+        from tools.servers import env_state
+
+        return env_state(server)
 
     def get_shared_findings(self, server) -> list[dict]:
         from tools.selectors import shared_warnings

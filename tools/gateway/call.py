@@ -179,7 +179,7 @@ def _call(tool, shown_name, arguments, context, tenant) -> CallOutcome:
         # A correctable error for the model; the server is never called (G2). It quotes the
         # server's schema, so it goes through the one sanitiser like anything else the model reads.
         shown_error = for_model(arguments_error, channel=context.channel, budget=300, language=tenant.language,
-                                secrets=configured_secrets(tool.server.headers)).text
+                                secrets=configured_secrets(tool.server.secret_values)).text
         return _refusal(
             ToolCall.Outcome.INVALID_ARGUMENTS,
             _("The arguments for %(name)s are not valid: %(error)s. Correct them and call the tool again.")
@@ -208,7 +208,8 @@ def _send(tool, arguments, context, company_id):
     server = tool.server
     outcome = CallOutcome(outcome=ToolCall.Outcome.OK, model_text="")
     headers = server.headers
-    route = _Route(server, headers, secrets_of(headers), time.monotonic() + server.timeout_seconds)
+    # Auth headers and secret stdio variables: what the server was given, it may echo (T7).
+    route = _Route(server, headers, secrets_of(server.secret_values), time.monotonic() + server.timeout_seconds)
     direct = server.transport == McpServer.Transport.STREAMABLE_HTTP and not server.is_legacy and server.discover_result
     # Refusals are recorded in English (the `error` of logs), whatever language the call runs in.
     with translation.override("en"):
@@ -287,7 +288,7 @@ def _failed(outcome, kind, code, params, secrets, tool):
 
 
 def _judge(tool, shown_name, result, outcome, context, tenant) -> CallOutcome:
-    secrets = configured_secrets(tool.server.headers)  # never to the model, nor into a record (T7)
+    secrets = configured_secrets(tool.server.secret_values)  # never to the model, nor into a record (T7)
     try:
         validator = compiled(tool.definition.get("outputSchema"), (tool.pk, tool.definition_hash, "output"))
     except UnusableSchema as exc:

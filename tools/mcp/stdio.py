@@ -120,7 +120,7 @@ async def stdio_streams(
 
     Raises OSError if the program cannot be started (missing, not executable, bad cwd).
     """
-    run_as = stdio_user()
+    run_as = target.user if target.user is not None and os.geteuid() == 0 else stdio_user()
     own_cwd = target.cwd is None
     cwd = tempfile.mkdtemp(prefix="asixto-mcp-") if own_cwd else target.cwd
     status_read, status_write = os.pipe()

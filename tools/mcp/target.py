@@ -44,6 +44,9 @@ class ServerTarget:
     # (approvals need the database); None: the operator setting alone, without approvals.
     outbound: Any = None
     max_response_bytes: int | None = None
+    # stdio: (uid, gid) this server runs as when the platform is root, its own (tools.stdio_launch);
+    # None: the shared stdio user (tools.mcp.stdio.stdio_user).
+    user: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         # Rows hand over None for "no headers" and lists for argv; normalise once, here.

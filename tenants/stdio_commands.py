@@ -1,0 +1,159 @@
+"""Operator-approved stdio commands (M3, issue 8): what an approval may say, what a tenant may set
+on a server of it, and the one place where approvals are created, changed and disabled (the
+management commands and the operator API go through here; the Django admin through the model's
+`clean_fields`, which applies the same rules).
+
+An approval fixes the program, its arguments and part of its environment (`fixed_env`); values
+there and in the arguments may hold `{workdir}`, the server's private persistent directory. It
+also declares the variables a tenant may set (`tenant_vars`), each plain or secret. A tenant can
+set only declared names, never one the operator fixed, and never one that changes how a program
+is loaded (PATH, LD_*, NODE_OPTIONS…), even if an operator declared it by mistake.
+"""
+
+import re
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils.translation import gettext as _
+
+from asixto.errors import ApplicationError
+from tenants.models import ApprovedCommand
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+MAX_VARS = 50
+MAX_ARGS = 50
+MAX_VALUE_CHARS = 4000
+WORKDIR = "{workdir}"
+# Names that decide which code a program loads or how a shell starts: never a tenant's to set.
+UNSAFE_NAMES = frozenset({
+    "PATH", "HOME", "SHELL", "IFS", "ENV", "BASH_ENV", "NODE_OPTIONS", "NODE_PATH", "PYTHONPATH", "PYTHONHOME",
+    "PYTHONSTARTUP", "PYTHONINSPECT", "PERL5OPT", "PERL5LIB", "RUBYOPT", "RUBYLIB", "GCONV_PATH", "LOCPATH",
+})
+UNSAFE_PREFIXES = ("LD_", "DYLD_", "MALLOC_", "GLIBC_")
+
+
+def is_unsafe_name(name: str) -> bool:
+    return name.upper() in UNSAFE_NAMES or name.upper().startswith(UNSAFE_PREFIXES)
+
+
+def value_problem(name: str, value) -> str | None:
+    """Why `value` cannot be an environment value or argument, or None. No NUL (exec would cut
+    it), no lone surrogate (not encodable), bounded."""
+    if not isinstance(value, str):
+        return _("The value of %(name)s must be text.") % {"name": name}
+    if "\x00" in value or len(value) > MAX_VALUE_CHARS:
+        return _("The value of %(name)s must be at most %(size)d characters, without NUL.") % {
+            "name": name, "size": MAX_VALUE_CHARS}
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return _("The value of %(name)s is not valid text.") % {"name": name}
+    return None
+
+
+def _shown(name) -> str:
+    # Echoed in an error message: printable, short.
+    return re.sub(r"[^\x20-\x7e]", "?", str(name))[:100]
+
+
+def command_problems(command: ApprovedCommand) -> dict[str, list[str]]:
+    """field → problems of an approval; {} when it is fine."""
+    problems: dict[str, list[str]] = {}
+
+    def add(field, message):
+        problems.setdefault(field, []).append(message)
+
+    if not command.executable.startswith("/") or "\x00" in command.executable:
+        add("executable", _("Give the absolute path of the program."))
+    args = command.base_args
+    if not isinstance(args, list) or len(args) > MAX_ARGS:
+        add("base_args", _("A list of at most %(count)d arguments.") % {"count": MAX_ARGS})
+    else:
+        for position, arg in enumerate(args, start=1):
+            if problem := value_problem(_("argument %(number)d") % {"number": position}, arg):
+                add("base_args", problem)
+    fixed = command.fixed_env
+    if not isinstance(fixed, dict) or len(fixed) > MAX_VARS:
+        add("fixed_env", _("An object of at most %(count)d variables, NAME → value.") % {"count": MAX_VARS})
+        fixed = {}
+    for name, value in fixed.items():
+        if not ENV_NAME.fullmatch(name):
+            add("fixed_env", _("Not a valid variable name: %(name)s") % {"name": _shown(name)})
+        elif problem := value_problem(name, value):
+            add("fixed_env", problem)
+    declared = command.tenant_vars
+    if not isinstance(declared, list) or len(declared) > MAX_VARS:
+        add("tenant_vars", _("A list of at most %(count)d variables.") % {"count": MAX_VARS})
+        declared = []
+    seen = set()
+    for entry in declared:
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not ENV_NAME.fullmatch(name) or set(entry) - {"name", "secret", "description"}:
+            add("tenant_vars", _('Each variable is {"name": NAME, "secret": true or false}: %(entry)s') % {
+                "entry": _shown(entry)})
+        elif not isinstance(entry.get("secret", False), bool) or not isinstance(entry.get("description", ""), str):
+            add("tenant_vars", _('Each variable is {"name": NAME, "secret": true or false}: %(entry)s') % {
+                "entry": _shown(entry)})
+        elif name in seen:
+            add("tenant_vars", _("This variable is listed twice: %(name)s") % {"name": name})
+        elif name in fixed:
+            add("tenant_vars", _("%(name)s has a fixed value; tenants cannot set it.") % {"name": name})
+        elif is_unsafe_name(name):
+            add("tenant_vars", _("%(name)s decides which code runs; tenants cannot set it.") % {"name": name})
+        seen.add(name)
+    return problems
+
+
+def tenant_env_problems(command: ApprovedCommand, values: dict) -> list[str]:
+    """What is wrong with the variables a tenant gives for a server of `command` (name → value,
+    or None to unset it); [] when fine."""
+    declared = command.declared_vars
+    problems = []
+    for name, value in values.items():
+        if name not in declared:
+            if declared:
+                problems.append(_("%(name)s is not a variable of this command; it takes %(names)s.") % {
+                    "name": _shown(name), "names": ", ".join(sorted(declared))})
+            else:
+                problems.append(_("%(name)s is not a variable of this command; it takes none.") % {"name": _shown(name)})
+        elif value is not None and (problem := value_problem(name, value)):
+            problems.append(problem)
+    return problems
+
+
+FIELDS = ("description", "executable", "base_args", "allow_extra_args", "fixed_env", "tenant_vars", "enabled")
+
+
+def _saved(command: ApprovedCommand) -> ApprovedCommand:
+    try:
+        command.full_clean()
+    except ValidationError as exc:
+        fields = {field: [str(message) for message in messages] for field, messages in exc.message_dict.items()}
+        raise ApplicationError(_("This command cannot be approved as given."), fields=fields) from exc
+    command.save()
+    return command
+
+
+def approved_command_create(*, slug: str, **data) -> ApprovedCommand:
+    """Approve a command (M3). Raises ApplicationError when the slug is taken or a rule breaks."""
+    if ApprovedCommand.objects.filter(slug=slug).exists():
+        raise ApplicationError(_("A command with this slug is already approved."), fields={"slug": [_("Taken.")]},
+                               code="conflict", status_code=409)
+    return _saved(ApprovedCommand(slug=slug, **{key: data[key] for key in FIELDS if key in data}))
+
+
+@transaction.atomic
+def approved_command_update(*, command: ApprovedCommand, data: dict) -> ApprovedCommand:
+    """Change an approval. Servers pick the change up on their next launch; a variable no
+    longer declared is no longer passed (its stored value stays, unused)."""
+    for key in FIELDS:
+        if key in data:
+            setattr(command, key, data[key])
+    return _saved(command)
+
+
+def approved_command_disable(*, command: ApprovedCommand) -> ApprovedCommand:
+    """Stop every server of this command from launching (they fail with a clear error)."""
+    command.enabled = False
+    command.save(update_fields=["enabled"])
+    return command
