@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tenants', '0005_tenant_server_quota'),
+        ('tenants', '0006_tenant_search_url'),
     ]
 
     operations = [
