@@ -7,13 +7,20 @@
                    sends calls concurrently over the one session ever gets an answer
     "grande:N"     N bytes of text
     "morir"        the process exits (status 3) instead of answering
+    "bloquear"     blocks the whole process (no ping is answered either)
 
     python tests/support/session_server.py
+    python tests/support/session_server.py --typescript-order   # no SDK: answers every
+        tools/call with `"grande:N"`'s text, written the TypeScript SDK's way (the result
+        first, `"jsonrpc"` and `"id"` last)
 """
 
 from __future__ import annotations
 
+import json
 import os
+import sys
+import time
 from typing import Any
 
 import anyio
@@ -38,6 +45,8 @@ def build_session_server() -> Server[Any]:
             text = "x" * int(wish.split(":")[1])
         elif wish == "morir":
             os._exit(3)
+        elif wish == "bloquear":
+            time.sleep(3600)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
             structured_content={"productos": [], "total": 0, "pid": os.getpid()},
@@ -52,5 +61,20 @@ async def _serve() -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
+def _serve_in_typescript_order() -> None:
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request.get("method") != "tools/call":
+            continue
+        wish = str(request["params"].get("arguments", {}).get("consulta", "grande:10"))
+        text = "x" * int(wish.split(":")[1]) if wish.startswith("grande:") else f"pid {os.getpid()}"
+        result = {"resultType": "complete", "content": [{"type": "text", "text": text}], "structuredContent": {"productos": [], "total": 0, "pid": os.getpid()}}
+        sys.stdout.write(json.dumps({"result": result, "jsonrpc": "2.0", "id": request["id"]}) + "\n")
+        sys.stdout.flush()
+
+
 if __name__ == "__main__":
-    anyio.run(_serve)
+    if "--typescript-order" in sys.argv:
+        _serve_in_typescript_order()
+    else:
+        anyio.run(_serve)

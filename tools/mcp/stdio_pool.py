@@ -165,7 +165,7 @@ class StdioPool:
 
     def live(self) -> list[tuple[Hashable, int | None]]:
         """(owner, server pid) of every live session, least recently used first."""
-        if self._loop is None:
+        if self._loop is None or self._closed:
             return []
         return self._on_loop(self._live())
 
@@ -173,6 +173,7 @@ class StdioPool:
         """Close every session (each child stopped and reaped) and stop the loop thread."""
         with self._lock:
             loop, thread, self._closed = self._loop, self._thread, True
+            self._loop = self._thread = None
         if loop is None or thread is None:
             return
         try:
