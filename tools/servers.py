@@ -2,7 +2,9 @@
 (M2, M3), how to reach a server right now, and the `server/discover` probe (M4)."""
 
 import json
+import time
 
+from django.db import connection
 from django.utils.translation import gettext_lazy as _
 
 from asixto.errors import ApplicationError
@@ -13,6 +15,11 @@ from tools.models import McpServer
 from tools.outbound import OutboundRefused, check_url
 
 STDIO_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+# Every stdio gateway call builds its target (issue 8: a warm call is a few milliseconds, and a
+# query would be most of it), so a process re-reads an operator's approval at most this often: an
+# approval withdrawn reaches every worker within this time.
+APPROVAL_REVALIDATE_SECONDS = 1.0
+_approvals: dict[str, tuple[float, ApprovedCommand]] = {}
 
 
 def approved_command(slug) -> ApprovedCommand:
@@ -24,11 +31,25 @@ def approved_command(slug) -> ApprovedCommand:
     return command
 
 
+def _approved_recently(slug) -> ApprovedCommand:
+    """`approved_command`, read at most every APPROVAL_REVALIDATE_SECONDS; never cached inside a
+    transaction (it may see rows that are never committed)."""
+    if connection.in_atomic_block:
+        return approved_command(slug)
+    known = _approvals.get(slug)
+    if known is not None and time.monotonic() - known[0] < APPROVAL_REVALIDATE_SECONDS:
+        return known[1]
+    _approvals.pop(slug, None)
+    command = approved_command(slug)
+    _approvals[slug] = (time.monotonic(), command)
+    return command
+
+
 def server_target(server: McpServer) -> "mcp.ServerTarget":
     """How to reach `server` right now. The URL is resolved and checked again here, not only at
     registration, because DNS answers can change (M2)."""
     if server.transport == McpServer.Transport.STDIO:
-        command = approved_command(server.command)
+        command = _approved_recently(server.command)
         argv = (command.executable, *command.base_args, *(server.args if command.allow_extra_args else ()))
         return mcp.ServerTarget(
             transport="stdio", argv=tuple(str(arg) for arg in argv), env=dict(STDIO_ENV),
