@@ -281,9 +281,10 @@ class StdioPool:
     async def _own(self, entry: _Session) -> None:
         """Start the session, keep it until told to stop or the server's output ends, close it."""
         exchange = entry.exchange
-        try:
-            with secrets_in_scope(exchange.secrets):
-                with anyio.CancelScope(deadline=anyio.current_time() + entry.target.timeout * OPERATION_TIMEOUT_FACTOR) as starting:
+        starting_for = entry.target.timeout * OPERATION_TIMEOUT_FACTOR
+        with secrets_in_scope(exchange.secrets):  # whatever the SDK logs meanwhile, without them (T7)
+            try:
+                with anyio.CancelScope(deadline=anyio.current_time() + starting_for) as starting:
                     async with open_session(entry.target, exchange) as session:
                         starting.deadline = math.inf
                         entry.session = session
@@ -291,17 +292,17 @@ class StdioPool:
                         await _until_stopped(entry)
                 if entry.session is None:
                     entry.failure = translate(TimeoutError(), exchange)
-        except McpError as exc:
-            entry.failure = exc
-        except (Exception, BaseExceptionGroup) as exc:
-            if entry.session is None:
-                entry.failure = translate(exc, exchange)
-            else:  # it served calls; they learnt of its end from their own requests
-                log.info("stdio session of %s ended: %r", exchange.server, exc)
-        finally:
-            self._retire(entry)
-            entry.ready.set()
-            entry.ended.set()
+            except McpError as exc:
+                entry.failure = exc
+            except (Exception, BaseExceptionGroup) as exc:
+                if entry.session is None:
+                    entry.failure = translate(exc, exchange)
+                else:  # it served calls; they learnt of its end from their own requests
+                    log.info("stdio session of %s ended: %r", exchange.server, exc)
+            finally:
+                self._retire(entry)
+                entry.ready.set()
+                entry.ended.set()
 
     async def _check_responsive(self, entry: _Session) -> None:
         """After a timed-out call: keep the session if the server still answers a ping."""
