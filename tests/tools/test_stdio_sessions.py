@@ -253,9 +253,9 @@ def test_a_timed_out_call_restarts_a_server_that_stopped_answering(pools):
     """G3, issue 8: after a timeout, a server that leaves a ping unanswered (its process is
     stuck) is stopped and reaped; the next call gets a new child."""
     pool = pools()
-    first = pid_of(pool, server=target(timeout=3.0))  # its ping gets 3 s too
+    first = pid_of(pool)
     with pytest.raises(McpError) as caught:
-        pid_of(pool, consulta="bloquear", server=target(timeout=3.0))
+        pid_of(pool, consulta="bloquear", server=target(operation_timeout=3.0))
     assert caught.value.kind == "timeout"
     wait_until(lambda: gone(first), "the stuck server to be stopped and reaped")
     assert pid_of(pool) != first
