@@ -11,6 +11,7 @@ import signal
 import sys
 import threading
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -271,6 +272,24 @@ def test_an_oversize_answer_in_typescript_order_is_too_large_and_the_session_goe
         pid_of(pool, server=server, consulta=f"grande:{200 * 1024}")
     assert (caught.value.kind, caught.value.params["limit"]) == ("too_large", 64 * 1024)
     assert pid_of(pool, server=server, consulta="pid") == first
+
+
+def test_an_oversize_answer_is_skipped_without_being_held(pools):
+    """Issue 7 (G3, P1): a 20 MB answer over a 64 KiB limit is `too_large`, and this process never
+    holds more than about the limit of it (allocations measured, not time)."""
+    pool = pools()
+    server = target(max_response_bytes=64 * 1024)
+    first = pid_of(pool, server=server)
+    tracemalloc.start()
+    try:
+        with pytest.raises(McpError) as caught:
+            pid_of(pool, server=server, consulta=f"grande:{20 * 1024 * 1024}")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert caught.value.kind == "too_large"
+    assert peak < 2 * 1024 * 1024, peak
+    assert pid_of(pool, server=server) == first
 
 
 def test_a_forked_child_never_uses_its_parents_sessions(pools):

@@ -156,12 +156,20 @@ class StdioPool:
         """One `tools/call` on the owner's live session (started if needed): the raw result dict,
         or McpError. The whole call, a start included, is bounded by `target.total_timeout`."""
         seconds = target.total_timeout
-        future = asyncio.run_coroutine_threadsafe(self._call(owner, target, name, arguments, meta, seconds), self._running_loop())
+        exchange = Exchange(target, method=f"tools/call {name}")
+        try:
+            call = self._call(owner, target, name, arguments, meta, seconds)
+            future = asyncio.run_coroutine_threadsafe(call, self._running_loop())
+        except RuntimeError as exc:  # closed (the process is shutting down)
+            call.close()
+            raise McpError("connect", "connect_failed", exchange.params(detail=str(exc))) from exc
         try:
             return future.result(timeout=seconds + BACKSTOP_SECONDS)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            raise _timed_out(Exchange(target, method=f"tools/call {name}"), seconds) from None
+            raise _timed_out(exchange, seconds) from None
+        except concurrent.futures.CancelledError:  # the pool closed under the call
+            raise McpError("dropped", "dropped", exchange.params(error_type="SessionClosed")) from None
 
     def live(self) -> list[tuple[Hashable, int | None]]:
         """(owner, server pid) of every live session, least recently used first."""
