@@ -247,6 +247,8 @@ def test_a_timed_out_call_keeps_a_server_that_still_answers(pools):
     with pytest.raises(McpError) as caught:
         pid_of(pool, consulta="reunion:2", server=target(operation_timeout=2.0))
     assert caught.value.kind == "timeout"
+    pool.checked()  # the ping after the timeout has been answered (or not)
+    assert pool.live() == [("alpha/crm", first)]
     assert pid_of(pool) == first
 
 

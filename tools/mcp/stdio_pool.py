@@ -18,7 +18,8 @@ launch spec) per process, reused by every gateway call to that server instead of
   server dies fails at once as `process` (with its exit status); the next call starts a new child.
 - **Timeouts**: a call past its deadline abandons its request (the SDK sends
   notifications/cancelled) and the session is kept, unless the server then leaves a ping
-  unanswered for PING_SECONDS (or its own timeout, if shorter): then it is restarted.
+  unanswered for PING_SECONDS (or its own timeout, if shorter): then it is restarted. Any answer
+  counts, an error too (2026-07-28 servers answer ping with "method not found").
 - **Bounds**: sessions unused for `idle_seconds` are closed; at most `max_sessions` are live, the
   least recently used one (an idle one first) is closed to make room.
 - **Processes**: a forked child forgets its parent's pool (os.register_at_fork) and never touches
@@ -137,6 +138,7 @@ class StdioPool:
         # Touched only on the loop thread.
         self._sessions: OrderedDict[tuple[Hashable, str], _Session] = OrderedDict()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._checks: set[asyncio.Task[Any]] = set()  # responsiveness checks after timeouts
 
     @classmethod
     def from_settings(cls) -> StdioPool:
@@ -177,6 +179,11 @@ class StdioPool:
             return []
         return self._on_loop(self._live())
 
+    def checked(self) -> None:
+        """Wait until every responsiveness check after a timed-out call has decided (tests)."""
+        if self._loop is not None and not self._closed:
+            self._on_loop(self._checked())
+
     def close(self) -> None:
         """Close every session (each child stopped and reaped) and stop the loop thread."""
         with self._lock:
@@ -216,11 +223,16 @@ class StdioPool:
 
     # --- the loop thread ------------------------------------------------------------------------
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         # A context of its own: a session outlives the call that started it.
         task = asyncio.get_running_loop().create_task(coroutine, context=contextvars.Context())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._checks.discard)
+        return task
+
+    async def _checked(self) -> None:
+        await asyncio.gather(*self._checks, return_exceptions=True)
 
     async def _live(self) -> list[tuple[Hashable, int | None]]:
         return [(entry.key[0], entry.pid) for entry in self._sessions.values()]
@@ -249,7 +261,7 @@ class StdioPool:
         except (Exception, BaseExceptionGroup) as exc:
             if _timeout(exc):
                 if entry.session is not None:
-                    self._spawn(self._check_responsive(entry))
+                    self._checks.add(self._spawn(self._check_responsive(entry)))
                 raise _timed_out(exchange, seconds) from exc
             if entry.stop.is_set():
                 # The server went away under the call: wait (briefly) for its exit status.
@@ -319,9 +331,14 @@ class StdioPool:
         entry.checking = True
         try:
             with anyio.fail_after(min(entry.target.timeout, PING_SECONDS)):
-                await entry.session.send_ping()
+                try:
+                    await entry.session.send_ping()
+                except MCPError as exc:
+                    # Any answer proves the server is there (2026-07-28 servers know no ping).
+                    if exc.code in (REQUEST_TIMEOUT, types.CONNECTION_CLOSED):
+                        raise
         except (Exception, BaseExceptionGroup):
-            log.warning("stdio MCP server %s did not answer a ping after a timed-out call; restarting it", entry.exchange.server)
+            log.warning("stdio MCP server %s did not answer a ping after a timed-out call; restarting it", entry.exchange.server, exc_info=True)
             self._retire(entry)
         finally:
             entry.checking = False
