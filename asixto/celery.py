@@ -3,7 +3,8 @@ the worker runs it in that schema (T1).
 
 Call records (G9) are stored by a writer thread in each process. A prefork child leaves through
 `os._exit`, which skips `atexit`, so the worker flushes them itself: at the end of every task
-and when a child process shuts down.
+and when a child process shuts down. Its live stdio MCP sessions (tools/mcp/stdio_pool.py) are
+closed then too, each child stopped and reaped.
 
 Every process of the project imports this module (asixto/__init__.py), so this is where a
 process makes itself non-dumpable (asixto/process.py): stdio MCP servers must not read it."""
@@ -35,5 +36,7 @@ def _store_call_records(**_kwargs):
 @worker_shutdown.connect(dispatch_uid="asixto-stop-call-records")
 def _stop_call_records(**_kwargs):
     from tools.gateway import records
+    from tools.mcp import stdio_pool
 
+    stdio_pool.shutdown()
     records.shutdown()

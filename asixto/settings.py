@@ -35,6 +35,11 @@ ASIXTO_ALLOW_PRIVATE_HOSTS = envbool("ASIXTO_ALLOW_PRIVATE_HOSTS", False)
 ASIXTO_DEFAULT_SERVER_QUOTA = envint("ASIXTO_DEFAULT_SERVER_QUOTA", 20)
 # The most one tool call may read from an MCP server; a longer answer is refused (`too_large`).
 ASIXTO_MAX_RESULT_BYTES = envint("ASIXTO_MAX_RESULT_BYTES", 1024 * 1024)
+# Long-lived stdio MCP sessions (tools/mcp/stdio_pool.py), per process: closed after this many
+# idle seconds; at most this many live (least recently used closed first); calls at once on one.
+ASIXTO_STDIO_IDLE_SECONDS = envint("ASIXTO_STDIO_IDLE_SECONDS", 300)
+ASIXTO_STDIO_MAX_SESSIONS = envint("ASIXTO_STDIO_MAX_SESSIONS", 32)
+ASIXTO_STDIO_MAX_CALLS_PER_SESSION = envint("ASIXTO_STDIO_MAX_CALLS_PER_SESSION", 16)
 # The domain tenant subdomains hang from: `<slug>.<ASIXTO_BASE_DOMAIN>`.
 ASIXTO_BASE_DOMAIN = os.environ.get("ASIXTO_BASE_DOMAIN", "localhost")
 # stdio MCP servers (tools.stdio_launch): where each tenant server's private `{workdir}` lives,

@@ -1,6 +1,7 @@
 """P1: a tool call through the gateway against a bare HTTP POST of the same JSON-RPC body.
 
     python bench/gateway_overhead.py [--blocks 40] [--block-size 25] [--tenants 1] [--profile]
+    python bench/gateway_overhead.py --stdio [--blocks 40] [--block-size 25]
 
 The example MCP server (examples/soporte) runs in its own process on loopback. "Bare" is an
 httpx POST of the exact body the gateway sends (same headers, keep-alive client). "Gateway" is
@@ -20,7 +21,13 @@ server registered and certified), as a worker serving many companies does: per-t
 and the records of many schemas are then part of the cost. A worker's first call for a tenant
 also loads that tenant's tool from the database (later calls find it in the lookup cache until
 the catalog changes): those first calls are timed apart, and the warm-up reaches every tenant
-so that the blocks measure the steady state in both modes."""
+so that the blocks measure the steady state in both modes.
+
+`--stdio` (issue 8) compares warm calls to the same example server run as a stdio child: the
+gateway's call (its live session in this process, tools/mcp/stdio_pool.py) against a direct SDK
+call (`ClientSession.call_tool`) over a live session of the SDK's own `stdio_client` to a second
+child of the same command, negotiated the same way (the cached server/discover result), driven
+from this thread through an event loop in another, as the pool does. Goal ≤ 1.5×."""
 
 import argparse
 import os
@@ -34,6 +41,7 @@ import uuid
 from _django import ROOT, setup
 
 GOAL = 1.25
+STDIO_GOAL = 1.5
 
 
 def free_port():
@@ -83,7 +91,10 @@ def main():
     parser.add_argument("--block-size", type=int, default=25)
     parser.add_argument("--tenants", type=int, default=1)
     parser.add_argument("--profile", action="store_true", help="profile one more gateway block and print where the time went")
+    parser.add_argument("--stdio", action="store_true", help="the example server as a stdio child (live sessions)")
     args = parser.parse_args()
+    if args.stdio:
+        return stdio_main(args)
     os.environ["ASIXTO_ALLOW_PRIVATE_HOSTS"] = "1"
     setup()
     import httpx
@@ -173,6 +184,108 @@ def main():
     print(f"CPU of this process per call (all threads, the record writer's included): "
           f"bare {cpu_ms[0]:.2f} ms, gateway {cpu_ms[1]:.2f} ms")
     print(f"ratio gateway/bare (median of adjacent blocks): {ratio:.2f}  (goal ≤ {GOAL})")
+
+
+# The example server as a stdio program, runnable from any working directory.
+STDIO_CODE = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from examples.soporte.__main__ import main; main(['--stdio'])"
+
+
+class DirectStdioSession:
+    """A live SDK session (the SDK's own `stdio_client`) owned by an event loop in a thread of
+    its own; `call` runs `ClientSession.call_tool` on it from the calling thread."""
+
+    def __init__(self, discover):
+        import asyncio
+        import threading
+
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.ready, self.stop = threading.Event(), None
+        self.session = None
+        asyncio.run_coroutine_threadsafe(self._own(discover), self.loop)
+        if not self.ready.wait(120):
+            raise SystemExit("the direct stdio session did not start")
+
+    async def _own(self, discover):
+        import anyio
+        import mcp_types as types
+        from mcp import StdioServerParameters
+        from mcp.client.session import ClientSession
+        from mcp.client.stdio import stdio_client
+
+        self.stop = anyio.Event()
+        parameters = StdioServerParameters(command=sys.executable, args=["-c", STDIO_CODE])
+        async with stdio_client(parameters) as (read_stream, write_stream):
+            async with ClientSession(read_stream, write_stream) as session:
+                session.adopt(types.DiscoverResult.model_validate(discover))
+                self.session = session
+                self.ready.set()
+                await self.stop.wait()
+
+    def call(self, name, arguments, meta):
+        import asyncio
+
+        coroutine = self.session.call_tool(name, arguments, meta=meta)
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(60)
+
+    def close(self):
+        self.loop.call_soon_threadsafe(self.stop.set)
+
+
+def stdio_main(args):
+    os.environ.setdefault("ASIXTO_STDIO_USER", "")  # the venv's interpreter may be unreadable to another user
+    setup("asixto_bench_gateway_overhead_stdio")  # beside a run of the HTTP mode
+    from django.db import connection
+    from django_tenants.utils import tenant_context
+
+    from tenants.models import ApprovedCommand
+    from tenants.services import tenant_create
+    from tools.gateway import CallContext, call_tool, flush_records
+    from tools.gateway.call import build_meta
+    from tools.mcp import stdio_pool
+    from tools.models import McpServer
+    from tools.services import catalog_sync, server_create
+
+    ApprovedCommand.objects.create(slug="soporte-stdio", executable=sys.executable, base_args=["-c", STDIO_CODE])
+    tenant = tenant_create(slug="bench-gateway-stdio", name="Bench").tenant
+    with tenant_context(tenant):
+        catalog_sync(server=server_create(data={"slug": "soporte", "transport": "stdio", "command": "soporte-stdio",
+                                                "timeout_seconds": 30.0}))
+        discover = McpServer.objects.get(slug="soporte").discover_result
+    connection.set_schema_to_public()
+    arguments = {"consulta": "router"}
+    context = CallContext(channel="chat", idempotency_key="bench", conversation_id="bench")
+    meta = build_meta(context, f"req_{uuid.uuid4().hex[:20]}", "bench")
+    direct = DirectStdioSession(discover)
+
+    def bare():
+        result = direct.call("buscar_producto", arguments, meta)
+        assert not result.is_error, result
+
+    def through_gateway():
+        with tenant_context(tenant):
+            outcome = call_tool(name="soporte__buscar_producto", arguments=arguments, context=context)
+        assert outcome.ok, outcome
+
+    start = time.perf_counter()
+    through_gateway()  # starts the gateway's live session
+    first_ms = (time.perf_counter() - start) * 1000
+    try:
+        bare_ms, gateway_ms, ratio, cpu_ms = per_call_ms(
+            bare, through_gateway, flush_records, blocks=args.blocks, block_size=args.block_size, warm_up=2 * args.block_size
+        )
+        (owner, pid), = stdio_pool.pool().live()
+    finally:
+        direct.close()
+        stdio_pool.shutdown()
+    print(f"{args.blocks} blocks of {args.block_size} calls, one tenant; the gateway's calls all on child {pid}")
+    print(f"first gateway call (starts the child, no negotiation: discover cached): {first_ms:.1f} ms")
+    print(f"direct SDK call over a live stdio session, median per call: {bare_ms:.2f} ms")
+    print(f"through the gateway (live session, records flushed), per call: {gateway_ms:.2f} ms")
+    print(f"CPU of this process per call (all threads): direct {cpu_ms[0]:.2f} ms, gateway {cpu_ms[1]:.2f} ms")
+    print(f"ratio gateway/direct (median of adjacent blocks): {ratio:.2f}  (goal ≤ {STDIO_GOAL})")
+    print(f"load average: {open('/proc/loadavg').read().strip()}")
 
 
 if __name__ == "__main__":

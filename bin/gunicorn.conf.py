@@ -34,3 +34,10 @@ def on_starting(server):
     from asixto.process import make_non_dumpable
 
     make_non_dumpable()
+
+
+def worker_exit(server, worker):
+    # A worker's live stdio MCP sessions: every child stopped and reaped before it goes.
+    from tools.mcp import stdio_pool
+
+    stdio_pool.shutdown()

@@ -111,6 +111,15 @@ def beta(worlds, _call_records_rolled_back, db):
 
 
 @pytest.fixture(autouse=True)
+def _no_stdio_session_outlives_its_test():
+    # Live stdio sessions are per process (issue 8): one test's children must not serve the next.
+    yield
+    from tools.mcp import stdio_pool
+
+    stdio_pool.shutdown()
+
+
+@pytest.fixture(autouse=True)
 def _public_schema_each_test():
     # Requests made by the test client switch the shared connection's schema; start clean.
     yield

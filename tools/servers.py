@@ -2,8 +2,11 @@
 (M2, M3), the variables a tenant sets on a stdio server (issue 8), how to reach a server right
 now, and the `server/discover` probe (M4)."""
 
+import hashlib
 import json
+import time
 
+from django.db import connection
 from django.utils.translation import gettext_lazy as _
 
 from asixto.errors import ApplicationError
@@ -19,6 +22,13 @@ __all__ = [
     "STDIO_ENV", "approved_command", "env_state", "server_create", "server_probe", "server_target", "server_update",
     "validate_server_fields",
 ]
+# Every stdio gateway call builds its target (issue 8: a warm call is a few milliseconds, and a
+# query would be most of it), so a process re-reads an operator's approval, and rebuilds a
+# server's launch spec (its uid row, its {workdir}), at most this often: an approval withdrawn
+# reaches every worker within this time.
+APPROVAL_REVALIDATE_SECONDS = 1.0
+_approvals: dict[str, tuple[float, ApprovedCommand]] = {}
+_launches: dict[tuple, tuple[float, object]] = {}
 
 
 def approved_command(slug) -> ApprovedCommand:
@@ -30,11 +40,46 @@ def approved_command(slug) -> ApprovedCommand:
     return command
 
 
+def _approved_recently(slug) -> ApprovedCommand:
+    """`approved_command`, read at most every APPROVAL_REVALIDATE_SECONDS; never cached inside a
+    transaction (it may see rows that are never committed)."""
+    if connection.in_atomic_block:
+        return approved_command(slug)
+    known = _approvals.get(slug)
+    if known is not None and time.monotonic() - known[0] < APPROVAL_REVALIDATE_SECONDS:
+        return known[1]
+    _approvals.pop(slug, None)
+    command = approved_command(slug)
+    _approvals[slug] = (time.monotonic(), command)
+    return command
+
+
+def _launch_recently(server: McpServer):
+    """`launch_spec` of the server as stored now, rebuilt at most every APPROVAL_REVALIDATE_SECONDS
+    (and never from inside a transaction): the key holds everything of the server the spec reads,
+    so an edit of its variables or arguments takes effect on the next call."""
+    command = _approved_recently(server.command)
+    if connection.in_atomic_block:
+        return launch_spec(server=server, command=command)
+    settings_hash = hashlib.sha256(
+        json.dumps([server.args, server.env_values, server.env_secrets], sort_keys=True, default=str).encode()
+    ).hexdigest()
+    key = (connection.schema_name, server.pk, id(command), settings_hash)
+    known = _launches.get(key)
+    if known is not None and time.monotonic() - known[0] < APPROVAL_REVALIDATE_SECONDS:
+        return known[1]
+    if len(_launches) > 1000:
+        _launches.clear()
+    spec = launch_spec(server=server, command=command)
+    _launches[key] = (time.monotonic(), spec)
+    return spec
+
+
 def server_target(server: McpServer) -> "mcp.ServerTarget":
     """How to reach `server` right now. The URL is resolved and checked again here, not only at
     registration, because DNS answers can change (M2)."""
     if server.transport == McpServer.Transport.STDIO:
-        spec = launch_spec(server=server, command=approved_command(server.command))
+        spec = _launch_recently(server)
         return mcp.ServerTarget(
             transport="stdio", argv=spec.argv, env=spec.env, user=spec.user,
             timeout=server.timeout_seconds, discover=server.discover_result, legacy=server.is_legacy,

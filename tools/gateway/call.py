@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
@@ -34,6 +35,7 @@ from tools.gateway.sanitize import for_model, model_text
 from tools.mcp.errors import redact, redact_params, render_error, safe_url, secrets_of
 from tools.mcp.failures import FINAL_CODES
 from tools.mcp.log_redaction import secrets_in_scope
+from tools.mcp import stdio_pool
 from tools.mcp.meta import call_meta
 from tools.models import McpServer, Tool, ToolCall
 from tools.outbound import OutboundRefused, check_url
@@ -261,6 +263,9 @@ def _attempt(tool, route, arguments, meta):
         return answer.result
     left = max(route.deadline - time.monotonic(), 0.001)
     target = dataclasses.replace(route.target, operation_timeout=left, max_response_bytes=max_bytes)
+    if target.transport == "stdio":  # the server's live session in this process (issue 8)
+        owner = (connection.schema_name, str(server.pk))
+        return stdio_pool.call_tool(owner=owner, target=target, name=tool.name, arguments=arguments, meta=meta)
     return mcp.call_tool(target, tool.name, arguments, meta=meta)
 
 

@@ -5,13 +5,15 @@ call `probe(target)` (which revision does it speak? SPEC M4), `list_tools(target
 tool, all pages, wire form, server order; SPEC M5) or `call_tool(...)` (certification probes and
 the gateway's SDK path). Anything that goes wrong with the server is raised as `McpError` with a
 `.kind` (what to do about it) and a `.code` with `.params` (what to tell a reader, in their
-language). Each call opens and closes its own connection or child, within the target's deadline.
+language). Each call opens and closes its own connection or child, within the target's deadline,
+except the gateway's stdio calls, which reuse a live session per server (stdio_pool.py).
 
     target.py         ServerTarget, ProbeResult
     operations.py     probe, list_tools, call_tool (sync) and their async forms
     connection.py     transport + negotiation + error translation
     http.py           streamable HTTP and SSE, with the real HTTP status kept and bytes bounded
     stdio.py          the child process: explicit env, private cwd, drained stderr, always reaped
+    stdio_pool.py     live stdio sessions per process: reused, restarted, closed when idle, bounded
     errors.py         McpError, its texts (render_error) and the helpers that keep secrets out
     failures.py       one classification of HTTP failures for both HTTP stacks (httpx, httpx2)
     bounds.py         byte budget and deadline applied to a response body as it is read

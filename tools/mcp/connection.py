@@ -55,7 +55,7 @@ from tools.mcp.http import (
     streamable_http_streams,
 )
 from tools.mcp.meta import CLIENT_INFO as _CLIENT_INFO
-from tools.mcp.stdio import ChildProcess, stdio_streams
+from tools.mcp.stdio import ChildProcess, stdio_streams, too_large_limit
 from tools.mcp.target import ServerTarget
 
 CLIENT_INFO = types.Implementation(**_CLIENT_INFO)
@@ -241,6 +241,11 @@ def _translate_stdio(leaves: list[BaseException], exchange: Exchange, child: Chi
         error = next((leaf for leaf in leaves if isinstance(leaf, OSError)), None)
         reason = error.strerror if error is not None and error.strerror else shorten(str(leaves[0]), 200)
         return McpError("process", "process_start_failed", {**exchange.server, "detail": reason})
+    limits = (too_large_limit(leaf.data) for leaf in leaves if isinstance(leaf, MCPError))
+    refused = next((limit for limit in limits if limit is not None), None)
+    if refused is not None or child.too_large is not None:
+        # An answer past the byte limit (the gateway's ASIXTO_MAX_RESULT_BYTES), skipped unread.
+        return McpError("too_large", "too_large", exchange.params(limit=refused or child.too_large))
     if child.bad_output is not None:
         return McpError("protocol", "process_bad_output", exchange.params(detail=child.bad_output, **said))
     if any(_is_timeout(leaf) for leaf in leaves):

@@ -19,8 +19,12 @@ small supervisor (tools/mcp/stdio_supervisor.py) in a session of its own:
   capability, and the platform's processes are non-dumpable (asixto/process.py), so it still
   cannot read their environment or memory.
 
-stdout is read line by line into the SDK's message streams (one message may be at most
-`MAX_MESSAGE_BYTES`); stderr is drained all the time, so a noisy child never blocks on a full
+stdout is read line by line into the SDK's message streams. One message may be at most
+`target.max_response_bytes` (the gateway's ASIXTO_MAX_RESULT_BYTES; `MAX_MESSAGE_BYTES` when the
+target sets none): past it the rest of the line is skipped, never held, and when the line is an
+answer whose request id can be read (its first or last bytes, where SDK servers write it) the
+request gets a `too_large` error in its place, so the session, which may be shared by other
+calls (tools/mcp/stdio_pool.py), goes on; any other over-long line ends the session. stderr is drained all the time, so a noisy child never blocks on a full
 pipe, and only its last `STDERR_TAIL_BYTES` are kept for the error message. On the way out
 (success, failure, timeout or cancellation, shielded) stdin is closed; a healthy server gets
 `EXIT_GRACE_SECONDS` to exit on its own (a failed one gets none); then the supervisor's process
@@ -31,9 +35,12 @@ supervisor is waited for, which reaps it (no zombie).
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
 import pwd
+import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -70,6 +77,17 @@ DEFAULT_STDIO_USERS = ("asixto-mcp", "nobody")
 # The child's last words (a traceback) may still be in the pipe when it exits; give the drain
 # this long to read them before the error message is written.
 STDERR_SETTLE_SECONDS = 0.5
+# What is kept of an over-long line, at each end, to find the id of the request it answers.
+ID_WINDOW_BYTES = 256
+# An over-long answer is replaced by an error carrying this process's own mark in its data, so a
+# server cannot pass its own error off as the platform's refusal.
+TOO_LARGE_MARK = "com.asixto/tooLarge"
+TOO_LARGE_NONCE = secrets.token_hex(16)
+_JSON_ID = rb'(-?\d{1,18}|"[^"\\]{0,100}")'
+# Python SDK servers write `{"jsonrpc":"2.0","id":…,"result":…}`; the TypeScript SDK writes
+# `{"result":…,"jsonrpc":"2.0","id":…}`. Only an answer (result or error) counts, not a request.
+_ID_AT_START = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*' + _JSON_ID + rb'\s*,\s*"(?:result|error)"')
+_ID_AT_END = re.compile(rb'"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*' + _JSON_ID + rb'\s*\}\s*$')
 
 
 @dataclass
@@ -83,6 +101,9 @@ class ChildProcess:
     reaped: bool = False
     stderr_bytes: int = 0
     bad_output: str | None = None  # why its stdout stopped being MCP, if it did
+    too_large: int | None = None  # the limit an over-long line passed, when it ended the session
+    # Set (by the transport) once stdout has ended: the server is gone or going.
+    output_ended: anyio.Event | None = field(default=None, repr=False)
     _stderr_tail: bytearray = field(default_factory=bytearray, repr=False)
 
     @property
@@ -150,12 +171,13 @@ async def stdio_streams(
                     await process.aclose()
             raise
         failed = False
+        child.output_ended = anyio.Event()
         read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](0)
         stderr_done = anyio.Event()
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(_read_stdout, process, read_send, child)
+                tg.start_soon(_read_stdout, process, read_send, child, target.max_response_bytes or MAX_MESSAGE_BYTES)
                 tg.start_soon(_write_stdin, process, write_receive, read_send)
                 tg.start_soon(_drain_stderr, process, child, stderr_done)
                 try:
@@ -227,30 +249,82 @@ async def _started(process: Process, status_read: int) -> int:
 
 
 async def _read_stdout(
-    process: Process, send: MemoryObjectSendStream[SessionMessage | Exception], child: ChildProcess
+    process: Process, send: MemoryObjectSendStream[SessionMessage | Exception], child: ChildProcess, limit: int
 ) -> None:
-    """Turn stdout lines into SDK messages; closing `send` tells the session the server is gone."""
+    """Turn stdout lines into SDK messages; closing `send` tells the session the server is gone.
+
+    At most `limit` bytes of a line (plus one read's worth) are held; see `_OverLongLine`."""
     assert process.stdout is not None
     pending = bytearray()
+    skipped: _OverLongLine | None = None
     async with send:
         try:
             async for chunk in process.stdout:
                 start = 0
                 while (newline := chunk.find(b"\n", start)) >= 0:
-                    pending += chunk[start:newline]
-                    start = newline + 1
+                    piece, start = chunk[start:newline], newline + 1
+                    if skipped is None and len(pending) + len(piece) > limit:
+                        skipped = _OverLongLine(pending)
+                        pending.clear()
+                    if skipped is not None:
+                        skipped.take(piece)
+                        message, skipped = skipped.refusal(limit, child), None
+                        if message is None:
+                            return
+                        await send.send(message)
+                        continue
+                    pending += piece
                     if pending.strip():
                         message = _parse(bytes(pending), child)
                         if message is None:
                             return
                         await send.send(message)
                     pending.clear()
-                pending += chunk[start:]
-                if len(pending) > MAX_MESSAGE_BYTES:
-                    child.bad_output = f"wrote a message larger than {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB"
-                    return
+                if skipped is not None:
+                    skipped.take(chunk[start:])
+                else:
+                    pending += chunk[start:]
+                    if len(pending) > limit:
+                        skipped = _OverLongLine(pending)
+                        pending.clear()
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             return  # our own shutdown closed a stream, or the session left
+        finally:
+            if child.output_ended is not None:
+                child.output_ended.set()
+
+
+class _OverLongLine:
+    """A line past the limit, skipped as it comes: only its first and last ID_WINDOW_BYTES are
+    kept, to find which request it answers."""
+
+    def __init__(self, start: bytes | bytearray) -> None:
+        self.head = self.tail = b""
+        self.take(start)
+
+    def take(self, data: bytes | bytearray) -> None:
+        if len(self.head) < ID_WINDOW_BYTES:
+            self.head += bytes(data[: ID_WINDOW_BYTES - len(self.head)])
+        self.tail = (self.tail + bytes(data[-ID_WINDOW_BYTES:]))[-ID_WINDOW_BYTES:]
+
+    def refusal(self, limit: int, child: ChildProcess) -> SessionMessage | None:
+        """The error that answers the request in its place, or None (and the session ends) when
+        the line names no request id."""
+        found = _ID_AT_START.match(self.head) or _ID_AT_END.search(self.tail)
+        if found is None:
+            child.too_large = limit
+            child.bad_output = f"wrote a message larger than {limit} bytes"
+            return None
+        data = {TOO_LARGE_MARK: TOO_LARGE_NONCE, "limit": limit}
+        error = types.ErrorData(code=types.INTERNAL_ERROR, message=f"answer larger than {limit} bytes", data=data)
+        return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=json.loads(found.group(1)), error=error))
+
+
+def too_large_limit(data: object) -> int | None:
+    """The limit named by an error this module put in place of an over-long answer, else None."""
+    if isinstance(data, dict) and data.get(TOO_LARGE_MARK) == TOO_LARGE_NONCE and isinstance(data.get("limit"), int):
+        return data["limit"]
+    return None
 
 
 def _parse(line: bytes, child: ChildProcess) -> SessionMessage | None:
