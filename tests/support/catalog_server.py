@@ -27,8 +27,15 @@ runs from any working directory and with an empty environment.
 
 from __future__ import annotations
 
-import argparse
 import os
+
+# First of all, before the slow imports (the SDK's take seconds on a loaded machine): a test that
+# checks this process is reaped reads its pid, even when the call's deadline ends the start-up.
+if "ASIXTO_TEST_PIDFILE" in os.environ:
+    with open(os.environ["ASIXTO_TEST_PIDFILE"], "w") as _pidfile:
+        _pidfile.write(str(os.getpid()))
+
+import argparse
 import signal
 import sys
 import threading
@@ -196,9 +203,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--helper-pidfile", default=None, metavar="PATH")
     args = parser.parse_args(argv)
 
-    if PIDFILE_VAR in os.environ:
-        with open(os.environ[PIDFILE_VAR], "w") as pidfile:
-            pidfile.write(str(os.getpid()))
     if args.pidfile:
         with open(args.pidfile, "a") as pidfile:
             pidfile.write(f"{os.getpid()}\n")
