@@ -7,6 +7,11 @@ gate's features of each item's last message with the code the check runs (`gate.
 `gate.gate_features`), fits a class-balanced logistic regression with a small L2 penalty on
 standardised features (plain numpy gradient descent), and prints GATE_COEFFICIENTS and GATE_BIAS
 for the raw features, to be pasted into gate.py. Each dev set weighs the same in the fit.
+
+The support dev set is read twice: against its own 15-tool catalog, and against the 3 thin tools of
+the example server (examples/soporte: fewer words per tool, so lower similarities), keeping there
+only the items whose tool it has and the "none" items. A gate fitted on one catalog alone learns
+how rich that catalog's descriptions are; two catalogs make it learn what a request looks like.
 """
 
 import json
@@ -22,14 +27,25 @@ from runtime.routing.candidates import catalog_index  # noqa: E402
 from runtime.routing.evaluation import load_catalog, load_dataset  # noqa: E402
 from runtime.routing.gate import gate_features, read  # noqa: E402
 
-DEV = [("asixto_soporte_dev.jsonl", "asixto_soporte_catalog.json"), ("bfcl_sgd_dev.jsonl", "bfcl_sgd_catalog.json")]
-L2, STEPS, RATE = 1.0, 4000, 0.1
+DEV = [("asixto_soporte_dev.jsonl", "asixto_soporte_catalog.json"), ("bfcl_sgd_dev.jsonl", "bfcl_sgd_catalog.json"),
+       ("asixto_soporte_dev.jsonl", "examples.soporte")]
+L2, STEPS, RATE = 3.0, 4000, 0.1
+
+
+def _cards(catalog: str):
+    if catalog == "examples.soporte":
+        from examples.soporte.definitions import ABRIR_CASO_SOPORTE, BUSCAR_PRODUCTO, CONSULTAR_CASO
+
+        return load_catalog(json.dumps([ABRIR_CASO_SOPORTE, CONSULTAR_CASO, BUSCAR_PRODUCTO]))
+    return load_catalog((ROOT / "datasets" / catalog).read_text())
 
 
 def features(dataset: str, catalog: str):
-    cards = load_catalog((ROOT / "datasets" / catalog).read_text())
+    cards = _cards(catalog)
+    names = {card.name for card in cards}
     with open(ROOT / "datasets" / dataset, encoding="utf-8") as handle:
-        items = load_dataset(handle, {card.name for card in cards})
+        lines = [line for line in handle if json.loads(line).get("expected") in names | {None}]
+    items = load_dataset(lines, names)
     index = catalog_index(cards)
     readings = read(index, [item["messages"][-1]["content"] for item in items])
     return ([gate_features(r) for r in readings], [item["expected"] is not None for item in items])

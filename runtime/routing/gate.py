@@ -39,8 +39,8 @@ FOLLOW_UP_AGENT = 0.3  # share of the agent's last reply in a follow-up's rankin
 SMALL_TALK_SIMILARITY = 0.78  # this close to a small-talk phrase, with no tool word in it: none
 # The gate: P(needs a tool) = logistic(GATE_BIAS + Σ coefficient × feature), features in the order
 # of `gate_features`. Fitted by datasets/fit_gate.py on the dev halves (see datasets/README.md).
-GATE_COEFFICIENTS = (0.8586, 1.2601, 51.4115, 9.3721, 11.7174, -0.6611, 0.7198, 1.5975, -6.7402, -1.7626, -1.5336, 1.3100)
-GATE_BIAS = -54.2229
+GATE_COEFFICIENTS = (1.6697, 2.0932, 31.1207, 16.5807, 3.1850, -3.6286, 0.2333, 2.3666, -5.6096, -8.4910, -2.0656, 0.9557)
+GATE_BIAS = -38.1132
 GATE_THRESHOLD = 0.5
 FOLLOW_UP_THRESHOLD = 0.5  # a follow-up inherits a request this likely
 
