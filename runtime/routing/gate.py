@@ -34,13 +34,13 @@ from runtime.routing.words import fold, normalise, stems
 MAX_CANDIDATES = 3
 # A tool's score: weights of its signals, chosen on the development halves of datasets/ only.
 W_ABOUT, W_ASKS, W_ABOUT_E5, W_INPUTS_E5, W_ASKS_E5 = 1.0, 0.5, 1.0, 2.0, 2.0
-W_LEX, LEX_CAP, W_KIND = 0.06, 6.0, 0.25
+W_LEX, LEX_CAP, W_KIND = 0.06, 6.0, 0.35
 FOLLOW_UP_AGENT = 0.3  # share of the agent's last reply in a follow-up's ranking
 SMALL_TALK_SIMILARITY = 0.78  # this close to a small-talk phrase, with no tool word in it: none
 # The gate: P(needs a tool) = logistic(GATE_BIAS + Σ coefficient × feature), features in the order
 # of `gate_features`. Fitted by datasets/fit_gate.py on the dev halves (see datasets/README.md).
-GATE_COEFFICIENTS = (1.6697, 2.0932, 31.1207, 16.5807, 3.1850, -3.6286, 0.2333, 2.3666, -5.6096, -8.4910, -2.0656, 0.9557)
-GATE_BIAS = -38.1132
+GATE_COEFFICIENTS = (1.5807, 2.5160, 32.7940, 14.2613, 2.9759, -3.8435, 0.3646, 2.1075, -5.4632, -8.3617, -2.0308, 0.9653)
+GATE_BIAS = -37.3651
 GATE_THRESHOLD = 0.5
 FOLLOW_UP_THRESHOLD = 0.5  # a follow-up inherits a request this likely
 
