@@ -23,6 +23,16 @@ def route(*texts):
     return check(catalog_index(CARDS), conversation(*texts))
 
 
+def test_a_spanish_product_name_is_a_product_search_not_a_store_or_a_plan():
+    """R6: "¿Tienen routers?" names a thing, not a place: the catalog search, not the store finder
+    (its verb finds a place) nor the plan change (routers sound like internet plans)."""
+    result = route("¿Tienen routers?")
+    assert result.needs_tool and result.best == "buscar_producto"
+    assert route("hay oficinas en medellín").best == "buscar_tienda"
+    followed = route("Muéstrame cámaras WiFi", "Tenemos la Cámara de seguridad WiFi para interiores a $ 179.900.", "¿y en rojo?")
+    assert followed.needs_tool and followed.follow_up and followed.best == "buscar_producto"
+
+
 def test_a_follow_up_after_a_spanish_product_request_searches_the_catalog():
     """R6: "¿y algo parecido?" after asking for a product by its Spanish name is a product search,
     even though the words of the follow-up alone point nowhere."""
