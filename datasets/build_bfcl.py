@@ -18,8 +18,15 @@ What it takes (the wheel is unzipped, never installed):
 Every definition becomes an MCP tool: `parameters` → `inputSchema` (`dict` → `object`), and
 `_meta` gets `com.asixto/verb` derived from the intent name ("FindEvents" → "find events") and
 `com.asixto/capabilities` from the service name. The sample is fixed (seeded) for stable figures.
+
+The set is then split in two halves, `bfcl_sgd_dev.jsonl` (tuning allowed) and
+`bfcl_sgd_heldout.jsonl` (never tuned on), by the hash of each item's id within each expected
+label, so both halves have every tool and the same share of "none". The split was made before any
+figure of either half was looked at; `python datasets/build_bfcl.py --split datasets/` redoes it
+from `bfcl_sgd.jsonl` alone.
 """
 
+import hashlib
 import json
 import random
 import re
@@ -100,7 +107,29 @@ def main(data_dir: Path, out_dir: Path):
         for item in dataset:
             out.write(json.dumps(item, ensure_ascii=False) + "\n")
     print(f"{len(ordered)} tools, {len(items)} tool items, {len(nones)} none items")
+    split(out_dir)
+
+
+def split(out_dir: Path):
+    """`bfcl_sgd.jsonl` → its dev and held-out halves (alternating in id-hash order within each label)."""
+    items = [json.loads(line) for line in open(out_dir / "bfcl_sgd.jsonl") if line.strip()]
+    by_label = defaultdict(list)
+    for item in items:
+        by_label[item["expected"] or ""].append(item)
+    halves = {"dev": [], "heldout": []}
+    for _label, group in sorted(by_label.items()):
+        group.sort(key=lambda item: hashlib.sha256(item["id"].encode()).hexdigest())
+        for n, item in enumerate(group):
+            halves["dev" if n % 2 == 0 else "heldout"].append(item)
+    for half, chosen in halves.items():
+        with open(out_dir / f"bfcl_sgd_{half}.jsonl", "w") as out:
+            for item in sorted(chosen, key=lambda item: item["id"]):
+                out.write(json.dumps(item, ensure_ascii=False) + "\n")
+        print(f"{half}: {len(chosen)} items, {sum(item['expected'] is None for item in chosen)} none")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    if sys.argv[1] == "--split":
+        split(Path(sys.argv[2]))
+    else:
+        main(Path(sys.argv[1]), Path(sys.argv[2]))

@@ -3,14 +3,17 @@ message — built once per catalog version, never per message.
 
 A tool is described by its own words: `com.asixto/verb`, title, name, description (the part
 before "No la uses…"/"Do not use…", which names what the tool is *not* for), capabilities and
-the names and descriptions of its inputs. From them the index keeps:
-- embeddings of a few short views of the tool (verb, title + verb, what-it-does sentence);
-- weighted stems for lexical overlap, each stem weighted by how rare it is across the catalog
+its inputs (names, descriptions and the values of their enums). From them the index keeps:
+- embeddings, by both encoders, of a few short views of the tool (verb, title + verb,
+  what-it-does sentence), and by e5 of what it takes (title + its inputs);
+- embeddings of customer requests built from its verb (`phrasings.py`);
+- weighted Snowball stems for lexical overlap, each weighted by where it appears (the verb and
+  name most, enum values as much as the description) and by how rare it is across the catalog
   (a word every tool has says nothing about which tool).
 
 `catalog_index(cards)` caches indexes in process memory keyed by every tool's name and
 definition hash, so a catalog version is embedded once per worker process; a changed
-definition is a new key. `rank(index, query_vector, query_terms)` scores every tool.
+definition is a new key. `signals(index, text)` scores every tool against one message.
 """
 
 import hashlib
@@ -24,12 +27,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from runtime.routing import encoder
-from runtime.routing.phrasings import kind_of, requests_for
-from runtime.routing.words import name_words, terms
+from runtime.routing.phrasings import kind_of, kinds_asked, requests_for
+from runtime.routing.words import name_words, stems
 
 VERB_KEY = "com.asixto/verb"
 CAPABILITIES_KEY = "com.asixto/capabilities"
 MAX_INDEXES = 64  # catalogs kept per process (tenants × versions in use)
+MAX_ENUM_VALUES = 50  # per input: an enum of thousands of values is a list, not a description
+# Enum values that say nothing about what a tool is for.
+_EMPTY_VALUES = {"true", "false", "dontcare", "none", "any", "null", "other"}
 # The sentence that says what a tool is not for would pull the very requests it excludes.
 _NOT_FOR = re.compile(r"\b(no la uses|no lo uses|no usar|do not use|don't use|not for)\b.*$", re.IGNORECASE | re.DOTALL)
 
@@ -74,16 +80,28 @@ class ToolCard:
                 parts.append(prop["description"][:200])
         return " ".join(parts)
 
+    def enum_words(self) -> str:
+        """The string values of its inputs' enums ("Theater", "Regular", "Kitchen")."""
+        properties = self.input_schema.get("properties") or {}
+        values = []
+        for prop in list(properties.values())[:30] if isinstance(properties, dict) else []:
+            if isinstance(prop, dict) and isinstance(prop.get("enum"), list):
+                values += [v[:60] for v in prop["enum"][:MAX_ENUM_VALUES]
+                           if isinstance(v, str) and v.lower() not in _EMPTY_VALUES]
+        return " ".join(values)
+
 
 @dataclass
 class CatalogIndex:
     cards: list[ToolCard]
-    about: np.ndarray  # (tools, 3, dim): verb, title + verb, what-it-does sentence
-    asks: np.ndarray  # (requests, dim): customer requests built from each tool's verb
+    about: np.ndarray  # (tools, 3, 512) USE: verb, title + verb, what-it-does sentence
+    asks: np.ndarray  # (requests, 512) USE: customer requests built from each tool's verb
+    about_e5: np.ndarray  # (tools, 3, 384) e5 passages: the same three views
+    inputs_e5: np.ndarray  # (tools, 384) e5 passage: title and inputs
+    asks_e5: np.ndarray  # (requests, 384) e5 queries: the same requests
     asks_owner: np.ndarray  # (requests,): the tool each request belongs to
     weights: list[dict[str, float]]  # per tool: stem → weight
     kinds: list[str | None]  # per tool: the kind of its verb (phrasings.KINDS)
-    idf: dict[str, float]
 
     def __len__(self):
         return len(self.cards)
@@ -96,29 +114,37 @@ def _views(card: ToolCard) -> list[str]:
     return [verb, f"{title}: {verb}", first or verb]
 
 
+def _inputs_view(card: ToolCard) -> str:
+    return f"{card.title or name_words(card.name)}: {card.input_words()} {card.enum_words()}".strip()
+
+
 def _stems(card: ToolCard) -> Counter:
     """Stems of the tool with the weight of where they appear: the verb and name count most."""
     counts = Counter()
     for text, weight in ((card.verb, 3.0), (name_words(card.name), 2.0), (card.title, 2.0), (card.purpose, 1.0),
-                         (" ".join(card.capabilities), 1.0), (card.input_words(), 0.5)):
-        for stem in set(terms(text)):
-            counts[stem] = max(counts[stem], weight)
+                         (" ".join(card.capabilities), 1.0), (card.input_words(), 0.5), (card.enum_words(), 1.0)):
+        for word in stems(text):
+            for stem in word:
+                counts[stem] = max(counts[stem], weight)
     return counts
 
 
 def build_index(cards: list[ToolCard]) -> CatalogIndex:
     per_tool = [_stems(card) for card in cards]
-    documents = Counter(stem for stems in per_tool for stem in stems)
+    documents = Counter(stem for found in per_tool for stem in found)
     total = max(len(cards), 1)
     idf = {stem: math.log(1 + total / count) for stem, count in documents.items()}
-    weights = [{stem: weight * idf[stem] for stem, weight in stems.items()} for stems in per_tool]
-    asks = [(n, text) for n, card in enumerate(cards) for text in requests_for(card.verb or name_words(card.name))]
-    texts = [view for card in cards for view in _views(card)] + [text for _n, text in asks]
-    vectors = encoder.embed(texts)
-    about = vectors[: 3 * len(cards)].reshape(len(cards), 3, -1)
-    return CatalogIndex(cards=list(cards), about=about, asks=vectors[3 * len(cards):],
-                        asks_owner=np.array([n for n, _text in asks], dtype=np.int64), weights=weights, idf=idf,
-                        kinds=[kind_of(card.verb or name_words(card.name)) for card in cards])
+    weights = [{stem: weight * idf[stem] for stem, weight in found.items()} for found in per_tool]
+    asks = [text for card in cards for text in requests_for(card.verb or name_words(card.name))]
+    owner = [n for n, card in enumerate(cards) for _text in requests_for(card.verb or name_words(card.name))]
+    views = [view for card in cards for view in _views(card)]
+    use = encoder.embed(views + asks)
+    e5 = encoder.embed_e5(views + [_inputs_view(card) for card in cards], query=False)
+    n = len(cards)
+    return CatalogIndex(cards=list(cards), about=use[: 3 * n].reshape(n, 3, -1), asks=use[3 * n:],
+                        about_e5=e5[: 3 * n].reshape(n, 3, -1), inputs_e5=e5[3 * n:],
+                        asks_e5=encoder.embed_e5(asks, query=True), asks_owner=np.array(owner, dtype=np.int64),
+                        weights=weights, kinds=[kind_of(card.verb or name_words(card.name)) for card in cards])
 
 
 _cache: "OrderedDict[tuple, CatalogIndex]" = OrderedDict()
@@ -141,30 +167,41 @@ def catalog_index(cards: list[ToolCard]) -> CatalogIndex:
     return index
 
 
-def lexical(index: CatalogIndex, query_terms: list[str]) -> np.ndarray:
-    """How much of each tool's vocabulary the query uses, weighted by rarity: 0 when nothing."""
+def lexical(index: CatalogIndex, words: list[frozenset[str]]) -> np.ndarray:
+    """How much of each tool's vocabulary the message uses, weighted by rarity: 0 when nothing.
+    `words`: the message's content words, each as its stems (`words.stems`)."""
     scores = np.zeros(len(index), dtype=np.float32)
-    unique = set(query_terms)
-    if not unique:
-        return scores
     for n, weights in enumerate(index.weights):
-        hit = 0.0
-        for stem in unique:
-            if stem in weights:
-                hit += weights[stem]
-            elif len(stem) >= 4:  # "pago" and "pagar": same root, weaker evidence
-                partial = max((w for s, w in weights.items() if s[:4] == stem[:4]), default=0.0)
-                hit += 0.5 * partial
-        scores[n] = hit
+        scores[n] = sum(max((weights.get(stem, 0.0) for stem in word), default=0.0) for word in words)
     return scores
 
 
-def semantic(index: CatalogIndex, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Cosines between the message and each tool: with what the tool is (its best view), and with
-    the requests built from its verb (the best one)."""
-    if not len(index):
-        return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32)
-    about = (index.about @ vector).max(axis=1)
-    asks = np.full(len(index), -1.0, dtype=np.float32)
-    np.maximum.at(asks, index.asks_owner, index.asks @ vector)
-    return about, asks
+@dataclass
+class Signals:
+    """One message against every tool of an index: one array per signal, one value per tool."""
+
+    about: np.ndarray  # USE cosine with the tool's closest view
+    asks: np.ndarray  # USE cosine with the closest request built from its verb
+    about_e5: np.ndarray  # e5 cosine with the closest view
+    inputs_e5: np.ndarray  # e5 cosine with what the tool takes
+    asks_e5: np.ndarray  # e5 cosine with the closest request
+    lexical: np.ndarray  # weighted stems in common (`lexical`)
+    kind: np.ndarray  # 1 where the message sounds like the kind of action of the tool's verb
+
+
+def _best_per_tool(index: CatalogIndex, cosines: np.ndarray) -> np.ndarray:
+    best = np.full(len(index), -1.0, dtype=np.float32)
+    np.maximum.at(best, index.asks_owner, cosines)
+    return best
+
+
+def signals(index: CatalogIndex, plain: str, use: np.ndarray, e5: np.ndarray) -> Signals:
+    """`plain`: the normalised message; `use`, `e5`: its vectors (e5 as a query)."""
+    asked = kinds_asked(plain)
+    return Signals(
+        about=(index.about @ use).max(axis=1), asks=_best_per_tool(index, index.asks @ use),
+        about_e5=(index.about_e5 @ e5).max(axis=1), inputs_e5=index.inputs_e5 @ e5,
+        asks_e5=_best_per_tool(index, index.asks_e5 @ e5), lexical=lexical(index, stems(plain)),
+        kind=np.array([1.0 if kind in asked else 0.0 for kind in index.kinds], dtype=np.float32),
+    )
+

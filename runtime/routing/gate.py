@@ -1,36 +1,48 @@
 """The cheap check (R6): does this message need a tool, and which catalog tools are candidates?
 
-No model call: a sentence encoder (loaded once per process) and word overlap, against the
-catalog index built once per catalog version (`candidates.py`). Signals, combined:
-- what the message means next to what each tool is (its verb, title and purpose) and next to
-  the requests built from its verb (`phrasings.py`);
-- the tool's words in the message (stems, rare words weigh more), accents and fillers of
-  speech folded away (`words.py`), so chat text and voice transcripts look alike;
-- small talk ("gracias", "hola", "¿eres un robot?") recognised as such: it never pays more;
-- the conversation: a message that only makes sense with the previous ones ("¿y en rojo?",
-  "el 12345", "sí, por favor" after the agent offered to do something) inherits the subject
-  of the previous request, and is routed with it.
+No model call: two sentence encoders (loaded once per process) and word overlap, against the
+catalog index built once per catalog version (`candidates.py`). A tool's score adds:
+- what the message means next to what the tool is (its verb, title, purpose and inputs) and
+  next to the requests built from its verb (`phrasings.py`), by both encoders;
+- the tool's words in the message (Snowball stems in Spanish and English, rare words and the
+  verb weigh more, enum values count), accents and fillers of speech folded away (`words.py`),
+  so chat text and voice transcripts look alike;
+- whether the message sounds like the kind of action of the tool's verb.
+Whether a tool is needed at all is a calibrated gate: a logistic regression over a few facts of
+the message (its best tool's score and margin, the encoders' best cosines, word overlap, how
+close it is to small talk, its length), fitted on the development halves of the datasets only
+by `datasets/fit_gate.py` and kept here as constants.
+
+The conversation counts: a message that only makes sense with the previous ones ("¿y en rojo?",
+"el 12345", "sí, por favor" after the agent offered to do something) is ranked together with
+the previous request (and a little of the agent's reply), and needs a tool if either does.
 
 `check(index, messages)` returns a `GateResult`: `needs_tool`, the candidates best first with
 their scores, and why (for the turn record and the evaluation).
 """
 
+import math
 import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from runtime.routing import encoder
-from runtime.routing.candidates import CatalogIndex, lexical, semantic
-from runtime.routing.phrasings import kinds_asked
-from runtime.routing.words import fold, normalise, terms
+from runtime.routing.candidates import CatalogIndex, Signals, signals
+from runtime.routing.words import fold, normalise, stems
 
 MAX_CANDIDATES = 3
-# Weights and thresholds, chosen on the development half of datasets/asixto_soporte_* only.
-W_ABOUT, W_ASKS, W_LEX, LEX_CAP, W_KIND = 1.0, 1.0, 0.06, 4.0, 0.25
-TOOL_THRESHOLD = 0.45  # combined score above which a message asks for a tool
+# A tool's score: weights of its signals, chosen on the development halves of datasets/ only.
+W_ABOUT, W_ASKS, W_ABOUT_E5, W_INPUTS_E5, W_ASKS_E5 = 1.0, 0.5, 1.0, 2.0, 2.0
+W_LEX, LEX_CAP, W_KIND = 0.06, 6.0, 0.35
+FOLLOW_UP_AGENT = 0.3  # share of the agent's last reply in a follow-up's ranking
 SMALL_TALK_SIMILARITY = 0.78  # this close to a small-talk phrase, with no tool word in it: none
-FOLLOW_UP_DISCOUNT = 0.95  # a follow-up's inherited score, a little below its source's
+# The gate: P(needs a tool) = logistic(GATE_BIAS + Σ coefficient × feature), features in the order
+# of `gate_features`. Fitted by datasets/fit_gate.py on the dev halves (see datasets/README.md).
+GATE_COEFFICIENTS = (1.5807, 2.5160, 32.7940, 14.2613, 2.9759, -3.8435, 0.3646, 2.1075, -5.4632, -8.3617, -2.0308, 0.9653)
+GATE_BIAS = -37.3651
+GATE_THRESHOLD = 0.5
+FOLLOW_UP_THRESHOLD = 0.5  # a follow-up inherits a request this likely
 
 SMALL_TALK = [
     "hola", "buenos días", "buenas tardes", "buenas noches", "gracias", "muchas gracias", "ok", "vale", "listo",
@@ -68,16 +80,67 @@ _small_talk = None
 def _small_talk_vectors():
     global _small_talk
     if _small_talk is None:
-        _small_talk = encoder.embed(SMALL_TALK)
+        _small_talk = encoder.embed(SMALL_TALK), encoder.embed_e5(SMALL_TALK, query=True)
     return _small_talk
 
 
-def _scores(index: CatalogIndex, text: str, vector) -> np.ndarray:
-    about, asks = semantic(index, vector)
-    lex = lexical(index, terms(text))
-    asked = kinds_asked(text)
-    kind = np.array([W_KIND if k in asked else 0.0 for k in index.kinds], dtype=np.float32)
-    return W_ABOUT * about + W_ASKS * asks + W_LEX * np.minimum(lex, LEX_CAP) + kind, lex
+@dataclass
+class Reading:
+    """One message of the conversation as the check reads it."""
+
+    plain: str
+    signals: Signals
+    scores: np.ndarray  # per tool
+    small_talk: tuple[float, float]  # best cosine with a small-talk phrase: USE, e5
+
+    @property
+    def words(self) -> int:
+        return len(stems(self.plain))
+
+    @property
+    def only_data(self) -> bool:
+        return bool(_ONLY_DATA.match(self.plain))
+
+    @property
+    def is_small_talk(self) -> bool:
+        return self.small_talk[0] >= SMALL_TALK_SIMILARITY and self.signals.lexical.max() == 0 and not self.only_data
+
+
+def tool_scores(s: Signals) -> np.ndarray:
+    return (W_ABOUT * s.about + W_ASKS * s.asks + W_ABOUT_E5 * s.about_e5 + W_INPUTS_E5 * s.inputs_e5
+            + W_ASKS_E5 * s.asks_e5 + W_LEX * np.minimum(s.lexical, LEX_CAP) + W_KIND * s.kind)
+
+
+def read(index: CatalogIndex, texts: list[str]) -> list[Reading | None]:
+    """Each text read against the index (None for a text with no words); encoders called once for all."""
+    plain = [normalise(text) for text in texts]
+    present = [p for p in plain if p]
+    if not present:
+        return [None] * len(texts)
+    use, e5 = encoder.embed(present), encoder.embed_e5(present, query=True)
+    talk_use, talk_e5 = _small_talk_vectors()
+    readings = []
+    for n, p in enumerate(present):
+        found = signals(index, p, use[n], e5[n])
+        readings.append(Reading(p, found, tool_scores(found), (float((talk_use @ use[n]).max()),
+                                                                float((talk_e5 @ e5[n]).max()))))
+    found = iter(readings)
+    return [next(found) if p else None for p in plain]
+
+
+def gate_features(reading: Reading) -> list[float]:
+    """What the gate weighs, in the order of GATE_COEFFICIENTS."""
+    s, scores = reading.signals, reading.scores
+    top = np.sort(scores)[::-1]
+    margin = float(top[0] - top[1]) if len(top) > 1 else 1.0
+    return [float(top[0]), margin, float(s.about_e5.max()), float(s.asks_e5.max()), float(s.about.max()),
+            float(s.asks.max()), min(float(s.lexical.max()), LEX_CAP) / LEX_CAP, float(s.kind.max() > 0),
+            reading.small_talk[0], reading.small_talk[1], min(reading.words, 6) / 6, float(reading.only_data)]
+
+
+def tool_probability(reading: Reading) -> float:
+    z = GATE_BIAS + sum(c * f for c, f in zip(GATE_COEFFICIENTS, gate_features(reading)))
+    return 1 / (1 + math.exp(-max(min(z, 50.0), -50.0)))
 
 
 def _ranked(index: CatalogIndex, scores: np.ndarray) -> list[tuple[str, float]]:
@@ -92,46 +155,49 @@ def _last(messages: list[dict], role: str, before: int) -> str:
     return ""
 
 
+def _leans(reading: Reading) -> bool:
+    return bool(_LEANS.match(reading.plain)) or reading.only_data or reading.words <= 2
+
+
 def check(index: CatalogIndex, messages: list[dict]) -> GateResult:
     """Route the last message of `messages` ([{"role": "user" | "assistant", "content": …}, …])."""
     if not len(index) or not messages:
         return GateResult(False, reason="no tools" if not len(index) else "no message")
     text = str(messages[-1].get("content") or "")
-    plain = normalise(text)
-    if not plain:
+    if not normalise(text):
         return GateResult(False, reason="empty")
     previous_customer = _last(messages, "user", len(messages) - 1)
     previous_agent = _last(messages, "assistant", len(messages) - 1)
-    texts = [plain, normalise(previous_customer), normalise(previous_agent)]
-    vectors = encoder.embed(texts)
-    scores, lex = _scores(index, plain, vectors[0])
-    small_talk = float((_small_talk_vectors() @ vectors[0]).max())
-    content = terms(plain)
-    ranked = _ranked(index, scores)
+    (current,) = read(index, [text])
+    ranked = _ranked(index, current.scores)
     # "Sí, por favor" to the agent's "¿Quieres que abra un caso?": the agent's offer is the subject.
-    agrees = bool(_YES.match(fold(text).strip(" ¿?¡!"))) and previous_agent.rstrip().endswith("?") and len(content) <= 3
+    agrees = bool(_YES.match(fold(text).strip(" ¿?¡!"))) and previous_agent.rstrip().endswith("?") and current.words <= 3
     if agrees:
-        offered, _lex = _scores(index, texts[2], vectors[2])
-        ranked = _ranked(index, offered)
-        if ranked[0][1] >= TOOL_THRESHOLD:
-            return GateResult(True, ranked, reason="agrees to the agent's offer", follow_up=True)
+        (offer,) = read(index, [previous_agent])
+        if offer is not None:
+            ranked = _ranked(index, offer.scores)
+            if tool_probability(offer) >= FOLLOW_UP_THRESHOLD:
+                return GateResult(True, ranked, reason="agrees to the agent's offer", follow_up=True)
         return GateResult(False, ranked, reason="agrees, nothing offered")
-    if small_talk >= SMALL_TALK_SIMILARITY and lex.max() == 0 and not _ONLY_DATA.match(plain):
+    if current.is_small_talk:
         return GateResult(False, ranked, reason="small talk")
-    if ranked[0][1] >= TOOL_THRESHOLD:
-        return GateResult(True, ranked, reason="request")
+    probability = tool_probability(current)
     # The conversation: does this message lean on a previous request?
-    leans = bool(_LEANS.match(plain)) or bool(_ONLY_DATA.match(plain)) or len(content) <= 2
-    if leans and (texts[1] or texts[2]):
-        inherited = None
-        if texts[1]:
-            inherited, _lex = _scores(index, texts[1], vectors[1])
-        if texts[2] and _ONLY_DATA.match(plain):
-            offered, _lex = _scores(index, texts[2], vectors[2])
-            inherited = offered if inherited is None else np.maximum(inherited, offered)
-        if inherited is not None:
-            combined = np.maximum(scores, FOLLOW_UP_DISCOUNT * inherited)
+    if _leans(current) and (previous_customer or previous_agent):
+        request, reply = read(index, [previous_customer, previous_agent])
+        combined = current.scores.copy()
+        inherited = 0.0
+        if request is not None:
+            combined += request.scores
+            inherited = tool_probability(request)
+        if reply is not None:
+            combined += FOLLOW_UP_AGENT * reply.scores
+            if current.only_data:  # "1020304050" after "¿cuál es tu número de documento?"
+                inherited = max(inherited, tool_probability(reply))
+        if probability < GATE_THRESHOLD and inherited >= FOLLOW_UP_THRESHOLD:
+            return GateResult(True, _ranked(index, combined), reason="follow-up", follow_up=True)
+        if request is not None:
             ranked = _ranked(index, combined)
-            if ranked[0][1] >= TOOL_THRESHOLD:
-                return GateResult(True, ranked, reason="follow-up", follow_up=True)
+    if probability >= GATE_THRESHOLD:
+        return GateResult(True, ranked, reason="request")
     return GateResult(False, ranked, reason="below threshold")

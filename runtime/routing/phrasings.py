@@ -7,6 +7,10 @@ Sentence encoders compare a question with a question far better than with a desc
 the index embeds, for each tool, a few requests built from the phrasings of its verb's kind,
 with the verb's object filled in ("¿Cómo va mi caso de soporte?"). The kinds are few and
 generic; a verb of no known kind gets the generic "I want to…" phrasings only.
+
+Finding a place (a store, an office) is a search of its own kind, "locate": "¿tienen routers?"
+asks for a thing, "¿hay oficinas en Medellín?" for a place, and a desk that has both tools must
+not send the first to the store finder.
 """
 
 import re
@@ -28,6 +32,9 @@ KINDS = {
     "share": "compartir enviar share",
 }
 _KIND_OF = {word: kind for kind, words in KINDS.items() for word in words.split()}
+# The objects that make a search verb a "locate" verb ("buscar una tienda cercana", "find a store").
+_PLACES = r"tiendas?|oficinas?|sedes?|sucursal(es)?|puntos? de (atencion|venta)|stores?|offices?|branch(es)?|locations?"
+_PLACE = re.compile(rf"\b({_PLACES})\b")
 
 PHRASINGS = {
     "search": ["¿Tienen {x}?", "¿Cuánto cuesta {x}?", "Busco {x}", "Muéstrame {x}", "Do you have {x}?",
@@ -40,6 +47,7 @@ PHRASINGS = {
     "cancel": ["Quiero {v}", "Ya no lo necesito, quiero {v}", "Please {v}", "I need to {v}"],
     "change": ["Quiero {v}", "Necesito {v}", "I want to {v}", "Please {v}"],
     "pay": ["Quiero {v}", "¿Cómo hago para {v}?", "I want to {v}", "How can I {v}?"],
+    "locate": ["¿Dónde queda {x}?", "¿Hay {x} en mi ciudad?", "Where is {x}?", "Is there {x} near me?"],
     "handover": ["Quiero {v}", "Quiero hablar con una persona", "I want to talk to a human", "Please {v}"],
     "return": ["Quiero {v}", "Necesito {v}", "I want to {v}", "I need to {v}"],
     "play": ["{V}", "Quiero {v}", "I want to {v}"],
@@ -50,7 +58,10 @@ PHRASINGS = {
 
 def kind_of(verb: str) -> str | None:
     words = fold(verb).split()
-    return _KIND_OF.get(words[0]) if words else None
+    kind = _KIND_OF.get(words[0]) if words else None
+    if kind == "search" and _PLACE.search(" ".join(words[1:])):
+        return "locate"
+    return kind
 
 
 def requests_for(verb: str) -> list[str]:
@@ -68,6 +79,7 @@ def requests_for(verb: str) -> list[str]:
 _CUES = {
     "search": r"tiene[ns]?|vende[ns]?|venta|cuanto (cuesta|cuestan|vale|valen)|precio|busco|buscando|comprar|catalogo|"
               r"opciones|do you (have|sell)|how much|price|looking for|buy|find me|show me|muestrame",
+    "locate": rf"donde (queda|quedan|esta|estan|hay)|{_PLACES}|cerca|near|nearest|closest",
     "status": r"como va|en que (va|estado)|estado|donde (esta|va)|ya (llego|despacharon|resolvieron)|cuando (llega|me llega)|"
               r"status|update on|where is|track|cuanto (debo|tengo que pagar)|cuantos|cuantas|me quedan|left",
     "report": r"abr(ir|a|e|an) (un|el|mi|otro) |no (me )?(funciona|sirve|prende|tengo|llega|carga)|se (cae|cayo|dano|me dano)|dano|falla|problema|"

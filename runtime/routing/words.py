@@ -4,11 +4,16 @@
 ("módem" = "modem"), punctuation gone, and the fillers of speech ("eh", "este", "o sea", "mmm")
 dropped where they are fillers. `terms` gives the content words of a text as stems (stop words
 out, a plural folded, a prefix kept), so "routers" meets "router" and "devolución" meets
-"devolver".
+"devolver". `stems` gives, for each content word, its Snowball stems in Spanish and in English
+(a word of either language meets the tool's words: "cámaras" → "camar", "tickets" → "ticket").
 """
 
 import re
+import threading
 import unicodedata
+from functools import lru_cache
+
+import snowballstemmer
 
 # Fillers of spoken Spanish and English. "este"/"pues"/"bueno" are fillers only where speech
 # hesitates (the start of the message, or next to another filler), so they are handled apart.
@@ -72,6 +77,29 @@ def stem(word: str) -> str:
 def terms(text: str) -> list[str]:
     """Content stems of `text`, in order (repeats kept: the caller decides how to count)."""
     return [stem(w) for w in tokens(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+
+
+_SPANISH = snowballstemmer.stemmer("spanish")
+_ENGLISH = snowballstemmer.stemmer("english")
+_stem_lock = threading.Lock()  # Snowball stemmer objects keep state between calls
+
+
+@lru_cache(maxsize=20000)
+def word_stems(word: str) -> frozenset[str]:
+    """The Spanish and the English Snowball stem of one folded word (often the same)."""
+    with _stem_lock:
+        return frozenset((_SPANISH.stemWord(word), _ENGLISH.stemWord(word)))
+
+
+def stems(text: str) -> list[frozenset[str]]:
+    """Content words of `text`, each as its set of stems, without repeats, in order."""
+    seen = []
+    for word in tokens(text):
+        if word not in STOPWORDS and (len(word) > 1 or word.isdigit()):
+            found = word_stems(word)
+            if found not in seen:
+                seen.append(found)
+    return seen
 
 
 def name_words(name: str) -> str:

@@ -42,7 +42,8 @@ class Command(BaseCommand):
 
     def _print(self, report, misses):
         write = self.stdout.write
-        write(f"items: {report['n']} (expecting a tool: {report['tool_items']}), {report['seconds']} s")
+        write(f"items: {report['n']} (expecting a tool: {report['tool_items']}), {report['seconds']} s "
+              f"(index {report['index_seconds']} s, {report['ms_per_message']} ms per message)")
         write(f"gate accuracy: {report['gate_accuracy']}")
         c = report["confusion"]
         write("confusion (rows expected, columns decided):   tool   none")

@@ -1,0 +1,70 @@
+"""The cheap check's signals on the support desk's own 15-tool catalog (datasets/, R6): Spanish
+product requests and their follow-ups, the calibrated gate, Snowball stems in both languages and
+the values of a tool's enums. No database, no model call."""
+
+import json
+from pathlib import Path
+
+from runtime.routing.candidates import ToolCard, catalog_index, lexical
+from runtime.routing.gate import check
+from runtime.routing.words import stems
+
+CATALOG = Path(__file__).resolve().parents[2] / "datasets" / "asixto_soporte_catalog.json"
+CARDS = [ToolCard.from_definition(d) for d in json.loads(CATALOG.read_text())]
+
+
+def conversation(*texts):
+    """Alternating messages ending with the customer's."""
+    n = len(texts)
+    return [{"role": "user" if (n - 1 - i) % 2 == 0 else "assistant", "content": t} for i, t in enumerate(texts)]
+
+
+def route(*texts):
+    return check(catalog_index(CARDS), conversation(*texts))
+
+
+def test_a_spanish_product_name_is_a_product_search_not_a_store_or_a_plan():
+    """R6: "¿Tienen routers?" names a thing, not a place: the catalog search, not the store finder
+    (its verb finds a place) nor the plan change (routers sound like internet plans)."""
+    result = route("¿Tienen routers?")
+    assert result.needs_tool and result.best == "buscar_producto"
+    assert route("hay oficinas en medellín").best == "buscar_tienda"
+    followed = route("Muéstrame cámaras WiFi", "Tenemos la Cámara de seguridad WiFi para interiores a $ 179.900.", "¿y en rojo?")
+    assert followed.needs_tool and followed.follow_up and followed.best == "buscar_producto"
+
+
+def test_a_follow_up_after_a_spanish_product_request_searches_the_catalog():
+    """R6: "¿y algo parecido?" after asking for a product by its Spanish name is a product search,
+    even though the words of the follow-up alone point nowhere."""
+    result = route("¿Tienen el adaptador de red por la corriente?", "Ese producto está agotado.", "¿y algo parecido?")
+    assert result.needs_tool and result.best == "buscar_producto"
+
+
+def test_a_spoken_fault_report_needs_a_tool_and_general_questions_do_not():
+    """R6: the calibrated gate: a voice transcript reporting a fault asks for a case; a question
+    about the world, a language or thanks with more words than "gracias" asks for nothing."""
+    result = route("o sea el internet se cae a cada rato")
+    assert result.needs_tool and result.best == "abrir_caso_soporte"
+    for text in ("¿Qué hora es en Japón?", "¿Hablas inglés?", "Listo, muchas gracias por la ayuda"):
+        assert not route(text).needs_tool, text
+
+
+def test_spanish_inflections_meet_the_tools_words():
+    """R6: "megas me quedan en el celular" is about consumption (datos, minutos), not the bill."""
+    assert route("cuántos megas me quedan en el celular").best == "consultar_consumo"
+    assert stems("cámaras") == stems("cámara") and stems("devoluciones") == stems("devolución")
+    assert stems("tickets")[0] & stems("ticket")[0]  # the English stem meets where the Spanish one does not
+
+
+def test_the_values_of_a_tools_enums_count_as_its_words():
+    """R6: a customer naming a value of an input's enum ("Theater") points at that tool; values that
+    say nothing ("dontcare", "True") are left out."""
+    find = ToolCard.from_definition({"name": "Events_3_FindEvents", "title": "Find events", "description": "Finds events.",
+                                     "inputSchema": {"type": "object", "properties": {
+                                         "event_type": {"type": "string", "enum": ["Music", "Theater", "dontcare"]}}}})
+    other = ToolCard.from_definition({"name": "Movies_1_FindMovies", "title": "Find movies", "description": "Finds movies.",
+                                      "inputSchema": {"type": "object", "properties": {
+                                          "free": {"type": "string", "enum": ["True", "False"]}}}})
+    assert find.enum_words() == "Music Theater" and other.enum_words() == ""
+    scores = lexical(catalog_index([find, other]), stems("any theater shows this weekend?"))
+    assert scores[0] > 0 and scores[1] == 0
