@@ -27,7 +27,7 @@ def operator(db):
     _key, plaintext = api_key_create(tenant=None, name="ops", scope=ApiKey.Scope.OPERATOR)
     from django.test import Client
 
-    return Client(headers={"Authorization": f"Bearer {plaintext}"})
+    return Client(headers={"Authorization": f"Bearer {plaintext}", "Accept-Language": "en"})
 
 
 def send(client, method, path, data=None):

@@ -102,7 +102,7 @@ def test_the_dashboard_shows_secrets_as_set_and_refuses_undeclared_names(alpha):
     shown = page.get(f"/servers/{server['id']}/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert SECRET not in shown and "ECO_REGION=co" in shown and "ECO_TOKEN" in shown
     form = {"transport": "stdio", "command": "eco", "timeout_seconds": "15", "enabled": "on", "contract_mode": ""}
-    refused = page.post(f"/servers/{server['id']}/", {**form, "env_text": "ECO_OTHER=1"})
+    refused = page.post(f"/servers/{server['id']}/", {**form, "env_text": "ECO_OTHER=1"}, HTTP_ACCEPT_LANGUAGE="en")
     assert refused.status_code == 200 and "ECO_OTHER is not a variable of this command" in refused.content.decode()
     saved = page.post(f"/servers/{server['id']}/", {**form, "env_text": "ECO_REGION=pe"})
     assert saved.status_code == 302
