@@ -1,0 +1,121 @@
+"""The turn service's writes, each in one SQL statement (P3, P4, R10).
+
+A tool-loop iteration stores a step, renews the runner's lease and sometimes adds status events
+or truncation logs; the turn's end stores the reply message, its event and the final status.
+Each of these is one statement here (data-modifying CTEs), so one round trip and atomic without
+a transaction block: on a busy database a round trip, not Python, is the cost of a step.
+
+Every write is conditional on the lease: the rows are inserted `FROM lease`, the turn's row
+updated only while `runner` still holds it, so a runner that was presumed dead and taken over
+writes nothing (`LeaseLost`). Values go through the model fields (`pre_save`,
+`get_db_prep_save`), as the ORM would send them, with a cast to the column's type."""
+
+from django.db import connection, transaction
+
+from runtime import events
+from runtime.models import Message, Turn, TurnEvent, TurnStep
+
+
+class LeaseLost(Exception):
+    """Another runner took the turn over (this one was presumed dead): stop without writing."""
+
+
+def _quote(name):
+    return connection.ops.quote_name(name)
+
+
+def _cast(field) -> str:
+    # Without a length: a value too long for its column is refused, as by the ORM, never cut.
+    return field.cast_db_type(connection).split("(")[0]
+
+
+def _assignments(model, changes: dict) -> tuple[str, list]:
+    fields = [model._meta.get_field(name) for name in changes]
+    sql = ", ".join(f"{_quote(field.column)} = %s::{_cast(field)}" for field in fields)
+    return sql, [field.get_db_prep_save(value, connection) for field, value in zip(fields, changes.values(), strict=True)]
+
+
+def _insert(model, rows: list[dict], source: str, *, conflict: tuple[str, ...] = ()) -> tuple[str, list]:
+    """INSERT of `rows` (field names → values; defaults and auto fields as the ORM fills them), in
+    their order, selected FROM `source` (no row there: nothing inserted). With `conflict`, an
+    existing row with the same values of those fields gets the given values instead."""
+    fields = [field for field in model._meta.concrete_fields if not (field.primary_key and field.name not in rows[0])]
+    tuples, params = [], []
+    for n, values in enumerate(rows):
+        row = model(**values)
+        tuples.append(f"({n}, {', '.join(f'%s::{_cast(field)}' for field in fields)})")
+        params += [field.get_db_prep_save(field.pre_save(row, True), connection) for field in fields]
+    names = ", ".join(f"c{i}" for i in range(len(fields)))
+    columns = ", ".join(_quote(field.column) for field in fields)
+    sql = (f"INSERT INTO {_quote(model._meta.db_table)} ({columns}) SELECT {names} "
+           f"FROM (VALUES {', '.join(tuples)}) AS v(n, {names}), {source} ORDER BY n")
+    if conflict:
+        given = {model._meta.get_field(name).column for name in rows[0]} - set(conflict)
+        updates = ", ".join(f"{_quote(column)} = EXCLUDED.{_quote(column)}" for column in sorted(given))
+        sql += f" ON CONFLICT ({', '.join(map(_quote, conflict))}) DO UPDATE SET {updates}"
+    return sql, params
+
+
+def _grouped(rows) -> list:
+    """(model, values) pairs as (model, [values, …]), models in order of first appearance."""
+    groups: dict = {}
+    for model, values in rows:
+        groups.setdefault(model, []).append(values)
+    return list(groups.items())
+
+
+def step_write(*, turn_id, runner: str, lease_until, steps: dict, turn: dict, rows: list) -> None:
+    """Renew the lease (with `turn` changes) and, in the same statement, store `steps` (index →
+    values; given values replace a stored step's) and `rows` ((model, values) pairs: events,
+    truncation logs). Raises LeaseLost when `runner` no longer holds the turn; then nothing is
+    written."""
+    assignments, params = _assignments(Turn, {"lease_expires_at": lease_until, **turn})
+    parts = [f"lease AS (UPDATE {_quote(Turn._meta.db_table)} SET {assignments} "
+             f"WHERE {_quote('id')} = %s AND {_quote('runner')} = %s RETURNING {_quote('id')})"]
+    params += [turn_id, runner]
+    # One INSERT per step (each replaces its own given values), one per model of the other rows.
+    inserts = [(TurnStep, [{"turn_id": turn_id, "index": index, **step}], ("turn_id", "index")) for index, step in steps.items()]
+    inserts += [(model, group, ()) for model, group in _grouped(rows)]
+    for n, (model, group, conflict) in enumerate(inserts):
+        sql, values_params = _insert(model, group, "lease", conflict=conflict)
+        parts.append(f"w{n} AS ({sql})")
+        params += values_params
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH {', '.join(parts)} SELECT count(*) FROM lease", params)
+        held = cursor.fetchone()[0]
+    if not held:
+        raise LeaseLost()
+    if any(model is TurnEvent for model, _values in rows):
+        _wake(turn_id)
+
+
+def reply_write(*, turn_id, conversation_id, runner: str, reply: str, status: str, error_code: str,
+                error_detail: str, event_data: dict, finished_at) -> bool:
+    """The turn's one reply (R10), in one statement: the agent's message, the reply event and the
+    final status, only if `runner` holds the turn and no reply is stored yet. Returns whether
+    this call stored it."""
+    message = Message(conversation_id=conversation_id, role=Message.Role.AGENT, text=reply)
+    assignments, params = _assignments(Turn, {
+        "reply_id": message.pk, "status": status, "error_code": error_code, "error_detail": error_detail,
+        "finished_at": finished_at, "lease_expires_at": None, "runner": "",
+    })
+    parts = [f"done AS (UPDATE {_quote(Turn._meta.db_table)} SET {assignments} WHERE {_quote('id')} = %s "
+             f"AND {_quote('runner')} = %s AND {_quote('reply_id')} IS NULL RETURNING {_quote('id')})"]
+    params += [turn_id, runner]
+    for n, (model, values) in enumerate([
+        (Message, {"id": message.pk, "conversation_id": conversation_id, "role": message.role, "text": reply}),
+        (TurnEvent, {"turn_id": turn_id, "kind": TurnEvent.Kind.REPLY, "text": reply, "data": event_data}),
+    ]):
+        sql, values_params = _insert(model, [values], "done")
+        parts.append(f"w{n} AS ({sql})")
+        params += values_params
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH {', '.join(parts)} SELECT count(*) FROM done", params)
+        stored = bool(cursor.fetchone()[0])
+    if stored:
+        _wake(turn_id)
+    return stored
+
+
+def _wake(turn_id):
+    transaction.on_commit(lambda: events.publish(turn_id))  # at once outside a transaction
