@@ -118,12 +118,11 @@ def turn_execute(*, turn_id) -> None:
         _run(turn, runner)
     except LeaseLost:
         log.info("turn %s: taken over by another runner", turn_id)
+        flush_records()  # the calls this runner made are recorded all the same (_finish does it otherwise)
     except Exception as exc:
         log.exception("turn %s failed", turn_id)
         _finish(turn, runner, reply=failure_reply(turn.conversation.language), status=Turn.Status.FAILED,
                 error_code="internal", error_detail=f"{type(exc).__name__}: {str(exc)[:500]}")
-    finally:
-        flush_records()
 
 
 # ---------------------------------------------------------------- claiming and finishing
