@@ -10,6 +10,8 @@ updated only while `runner` still holds it, so a runner that was presumed dead a
 writes nothing (`LeaseLost`). Values go through the model fields (`pre_save`,
 `get_db_prep_save`), as the ORM would send them, with a cast to the column's type."""
 
+from functools import cache
+
 from django.db import connection, transaction
 
 from runtime import events
@@ -24,35 +26,50 @@ def _quote(name):
     return connection.ops.quote_name(name)
 
 
-def _cast(field) -> str:
-    # Without a length: a value too long for its column is refused, as by the ORM, never cut.
-    return field.cast_db_type(connection).split("(")[0]
+@cache
+def _placeholder(field) -> str:
+    # A cast without a length: a value too long for its column is refused, as by the ORM, never cut.
+    return f"%s::{field.cast_db_type(connection).split('(')[0]}"
+
+
+@cache
+def _assignments_sql(model, names: tuple) -> tuple[str, tuple]:
+    fields = tuple(model._meta.get_field(name) for name in names)
+    return ", ".join(f"{_quote(field.column)} = {_placeholder(field)}" for field in fields), fields
 
 
 def _assignments(model, changes: dict) -> tuple[str, list]:
-    fields = [model._meta.get_field(name) for name in changes]
-    sql = ", ".join(f"{_quote(field.column)} = %s::{_cast(field)}" for field in fields)
+    sql, fields = _assignments_sql(model, tuple(changes))
     return sql, [field.get_db_prep_save(value, connection) for field, value in zip(fields, changes.values(), strict=True)]
 
 
-def _insert(model, rows: list[dict], source: str, *, conflict: tuple[str, ...] = ()) -> tuple[str, list]:
-    """INSERT of `rows` (field names → values; defaults and auto fields as the ORM fills them), in
-    their order, selected FROM `source` (no row there: nothing inserted). With `conflict`, an
-    existing row with the same values of those fields gets the given values instead."""
-    fields = [field for field in model._meta.concrete_fields if not (field.primary_key and field.name not in rows[0])]
-    tuples, params = [], []
-    for n, values in enumerate(rows):
-        row = model(**values)
-        tuples.append(f"({n}, {', '.join(f'%s::{_cast(field)}' for field in fields)})")
-        params += [field.get_db_prep_save(field.pre_save(row, True), connection) for field in fields]
-    names = ", ".join(f"c{i}" for i in range(len(fields)))
+@cache
+def _insert_sql(model, names: tuple, count: int, source: str, conflict: tuple) -> tuple[str, tuple]:
+    """The statement `_insert` sends for `count` rows with values for `names`, and its fields."""
+    fields = tuple(field for field in model._meta.concrete_fields if not (field.primary_key and field.name not in names))
+    row = ", ".join(_placeholder(field) for field in fields)
+    names_sql = ", ".join(f"c{i}" for i in range(len(fields)))
     columns = ", ".join(_quote(field.column) for field in fields)
-    sql = (f"INSERT INTO {_quote(model._meta.db_table)} ({columns}) SELECT {names} "
-           f"FROM (VALUES {', '.join(tuples)}) AS v(n, {names}), {source} ORDER BY n")
+    values = ", ".join(f"({n}, {row})" for n in range(count))
+    sql = (f"INSERT INTO {_quote(model._meta.db_table)} ({columns}) SELECT {names_sql} "
+           f"FROM (VALUES {values}) AS v(n, {names_sql}), {source} ORDER BY n")
     if conflict:
-        given = {model._meta.get_field(name).column for name in rows[0]} - set(conflict)
+        given = {model._meta.get_field(name).column for name in names} - set(conflict)
         updates = ", ".join(f"{_quote(column)} = EXCLUDED.{_quote(column)}" for column in sorted(given))
         sql += f" ON CONFLICT ({', '.join(map(_quote, conflict))}) DO UPDATE SET {updates}"
+    return sql, fields
+
+
+def _insert(model, rows: list[dict], source: str, *, conflict: tuple[str, ...] = ()) -> tuple[str, list]:
+    """INSERT of `rows` (field names → values, the same names in each; defaults and auto fields as
+    the ORM fills them), in their order, selected FROM `source` (no row there: nothing inserted).
+    With `conflict`, an existing row with the same values of those fields gets the given values
+    instead."""
+    sql, fields = _insert_sql(model, tuple(rows[0]), len(rows), source, conflict)
+    params = []
+    for values in rows:
+        row = model(**values)
+        params += [field.get_db_prep_save(field.pre_save(row, True), connection) for field in fields]
     return sql, params
 
 
