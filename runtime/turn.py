@@ -37,8 +37,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q
-from django.db.models.functions import Coalesce
+from django.db.models import Q
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
@@ -55,7 +54,7 @@ from runtime.routing.language import customer_language
 from runtime.routing.route import Route, route_message
 from runtime.routing.router import router_endpoint
 from runtime.textcalls import clean_reply, parse_text_calls
-from runtime.turn_writes import LeaseLost, reply_write, step_write
+from runtime.turn_writes import LeaseLost, reply_write, step_write, turn_claim
 from tenants.selectors import current_tenant
 from tools.gateway import CallContext, call_tool, flush_records
 
@@ -148,16 +147,7 @@ def _lease_until():
 
 def _claim(turn_id, runner) -> Turn | None:
     """Take the turn unless it is finished or another runner holds a live lease."""
-    now = timezone.now()
-    claimed = (
-        Turn.objects.filter(pk=turn_id, status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING])
-        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
-        .update(status=Turn.Status.RUNNING, runner=runner, lease_expires_at=_lease_until(), runs=F("runs") + 1,
-                started_at=Coalesce("started_at", now))
-    )
-    if not claimed:
-        return None
-    return Turn.objects.select_related("conversation", "message").get(pk=turn_id)
+    return turn_claim(turn_id=turn_id, runner=runner, lease_until=_lease_until(), now=timezone.now())
 
 
 def _renew(run: _Run):

@@ -1,4 +1,4 @@
-"""The turn service's writes, each in one SQL statement (P3, P4, R10).
+"""The turn service's writes, each in one SQL statement (P3, P4, R10), and its claim.
 
 A tool-loop iteration stores a step, renews the runner's lease and sometimes adds status events
 or truncation logs; the turn's end stores the reply message, its event and the final status.
@@ -15,7 +15,7 @@ from functools import cache
 from django.db import connection, transaction
 
 from runtime import events
-from runtime.models import Message, Turn, TurnEvent, TurnStep
+from runtime.models import Conversation, Message, Turn, TurnEvent, TurnStep
 
 
 class LeaseLost(Exception):
@@ -132,6 +132,40 @@ def reply_write(*, turn_id, conversation_id, runner: str, reply: str, status: st
     if stored:
         _wake(turn_id)
     return stored
+
+
+@cache
+def _claim_sql() -> str:
+    turn = Turn._meta.db_table
+    selected = ", ".join(f"{alias}.{_quote(field.column)}" for alias, model in (("t", Turn), ("c", Conversation), ("m", Message))
+                         for field in model._meta.concrete_fields)
+    return (
+        f"WITH claimed AS (UPDATE {_quote(turn)} SET status = %s, runner = %s, lease_expires_at = %s, runs = runs + 1, "
+        f"started_at = COALESCE(started_at, %s) WHERE id = %s AND status IN (%s, %s) "
+        f"AND (lease_expires_at IS NULL OR lease_expires_at < %s) RETURNING *) "
+        f"SELECT {selected} FROM claimed t JOIN {_quote(Conversation._meta.db_table)} c ON c.id = t.conversation_id "
+        f"JOIN {_quote(Message._meta.db_table)} m ON m.id = t.message_id"
+    )
+
+
+def turn_claim(*, turn_id, runner: str, lease_until, now) -> Turn | None:
+    """Take the turn unless it is finished or another runner holds a live lease: the turn with its
+    conversation and message, in one statement; None when it is not this runner's."""
+    with connection.cursor() as cursor:
+        cursor.execute(_claim_sql(), [Turn.Status.RUNNING, runner, lease_until, now, turn_id, Turn.Status.QUEUED,
+                                      Turn.Status.RUNNING, now])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    instances, start = [], 0
+    for model in (Turn, Conversation, Message):
+        fields = model._meta.concrete_fields
+        instances.append(model.from_db(connection.alias, [field.attname for field in fields], row[start:start + len(fields)]))
+        start += len(fields)
+    turn, conversation, message = instances
+    Turn._meta.get_field("conversation").set_cached_value(turn, conversation)
+    Turn._meta.get_field("message").set_cached_value(turn, message)
+    return turn
 
 
 def _wake(turn_id):

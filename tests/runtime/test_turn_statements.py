@@ -18,10 +18,11 @@ SEARCH = "soporte__buscar_producto"
 # stored with the tool step it asks for, its status event and the lease; the tool step done; and
 # the tenant's search_path set on the connection taken back after each of the two waits.
 MAX_STATEMENTS_PER_ITERATION = 4
-# Statements of the rest of a turn: claiming it (2), reading the catalog, the conversation and the
-# agent's options (4), the search_path on each connection taken (3), the loop's answer step, the
-# reply step, and the reply with its event and the final status (3).
-MAX_STATEMENTS_PER_TURN = 13
+# Statements of the rest of a turn: claiming it with its conversation and message (1), reading the
+# history and the agent's options (3; the catalog comes from the process's cache), the loop's
+# answer step, the reply step, the reply with its event and final status (3), and the search_path
+# on each connection taken (4).
+MAX_STATEMENTS_PER_TURN = 11
 
 
 def statements_of_a_turn(world, tool_calls: int) -> tuple[int, object]:
