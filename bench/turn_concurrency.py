@@ -34,6 +34,13 @@ GOAL_IN_FLIGHT = 200
 GOAL_CONNECTIONS = 20
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc): less noisy than wall time on a
+    shared machine."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def post_turns(tenant, count: int, threads: int = 8) -> list:
     """`count` customer messages through the channel service, each in a conversation of its own,
     from a few threads so posting is not the bottleneck."""
@@ -106,6 +113,8 @@ def main():
                 deadline = time.monotonic() + 120
                 while sum(read()[1].get(state, 0) for state in ("queued", "running")) and time.monotonic() < deadline:
                     time.sleep(0.1)
+            cpu_before = cpu_seconds(child.pid)
+            load_before = open("/proc/loadavg").read().split()[:3]
             started = time.monotonic()
             poster = threading.Thread(target=post_turns, args=(tenant, 0 if args.post_first else args.turns))
             poster.start()
@@ -123,6 +132,8 @@ def main():
                     break
                 time.sleep(0.02)
             poster.join()
+            cpu_used = cpu_seconds(child.pid) - cpu_before if child.poll() is None else 0.0
+            load_after = open("/proc/loadavg").read().split()[:3]
         totals = dict(watcher.execute(f'SELECT status, count(*) FROM "{schema}".runtime_turn GROUP BY status').fetchall())
         errors = watcher.execute(f'SELECT error_code, count(*) FROM "{schema}".runtime_turn WHERE status = %s GROUP BY 1',
                                  ["failed"]).fetchall()
@@ -147,6 +158,9 @@ def main():
     if span and span[0]:
         print(f"throughput: {(done + totals.get('failed', 0)) / float(span[0]):.1f} turns/s over {float(span[0]):.1f} s; "
               f"median turn time (posted → answered): {float(span[1]):.2f} s")
+    if cpu_used and done:
+        print(f"worker CPU (user + system): {cpu_used:.2f} s, {cpu_used / (done + totals.get('failed', 0)) * 1000:.1f} ms a turn")
+    print(f"load average before / after: {' '.join(load_before)} / {' '.join(load_after)}")
     print(f"PostgreSQL connections of the worker: peak {peak_connections}, "
           f"median while turns ran {statistics.median(busy) if busy else 0:.0f}  (goal ≤ {GOAL_CONNECTIONS})")
 

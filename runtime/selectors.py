@@ -5,6 +5,7 @@ from django.db.models import F, Prefetch
 from runtime.models import Conversation, Message, TruncationLog, Turn, TurnEvent
 from runtime.reply import Line
 from tenants.selectors import current_tenant
+from tools.catalog_cache import cached
 from tools.models import Tool, ToolCall
 
 HISTORY_MESSAGES = 40
@@ -16,15 +17,19 @@ def offered_tools(*, channel: str) -> list[Tool]:
     in the catalog's order (server slug, then the server's own order) so it never changes
     between requests and the model server's prompt cache keeps working."""
     tenant = current_tenant()
-    tools = (
-        Tool.objects.select_related("server")
-        .filter(
-            removed_in__isnull=True, enabled=True, server__enabled=True,
-            certification=Tool.Certification.CERTIFIED, certified_hash=F("definition_hash"),
+
+    def load():
+        return list(
+            Tool.objects.select_related("server")
+            .filter(
+                removed_in__isnull=True, enabled=True, server__enabled=True,
+                certification=Tool.Certification.CERTIFIED, certified_hash=F("definition_hash"),
+            )
+            .order_by("server__slug", "position")
         )
-        .order_by("server__slug", "position")
-    )
-    return [tool for tool in tools if tenant.allows_level(channel, tool.level)]
+
+    # Read once per catalog generation and process (tools/catalog_cache.py), not once per turn (P4).
+    return [tool for tool in cached(("offered-tools",), load) if tenant.allows_level(channel, tool.level)]
 
 
 def history_before(*, message: Message) -> tuple[list[Line], int]:

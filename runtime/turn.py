@@ -30,14 +30,14 @@ Concurrency (P4): the turn holds no database connection while it waits on the mo
 
 import json
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q
-from django.db.models.functions import Coalesce
+from django.db.models import Q
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
@@ -45,7 +45,7 @@ from runtime import events, selectors, webhooks
 from runtime.budgets import apply_budgets
 from runtime.builtins import TurnBuiltins, fact_source, is_builtin
 from runtime.model_client import Answer, Endpoint, ModelError, NativeCall, complete
-from runtime.models import Message, TruncationLog, Turn, TurnEvent, TurnStep
+from runtime.models import TruncationLog, Turn, TurnEvent, TurnStep
 from runtime.reply import Fact, loop_messages, reply_messages
 from runtime.routing.candidates import ToolCard
 from runtime.routing.compose import routed_messages
@@ -54,6 +54,7 @@ from runtime.routing.language import customer_language
 from runtime.routing.route import Route, route_message
 from runtime.routing.router import router_endpoint
 from runtime.textcalls import clean_reply, parse_text_calls
+from runtime.turn_writes import LeaseLost, reply_write, step_write, turn_claim
 from tenants.selectors import current_tenant
 from tools.gateway import CallContext, call_tool, flush_records
 
@@ -67,10 +68,8 @@ MAX_REPEAT_ROUNDS = 2
 MAX_CALLS_PER_ANSWER = 8
 MAX_ARGUMENT_CHARS = 20_000
 MAX_REPLY_CHARS = 8_000
-
-
-class LeaseLost(Exception):
-    """Another runner took the turn over (this one was presumed dead): stop without writing."""
+# A lease renewed this recently (by the last step's write) is not renewed again before a wait.
+RENEWED_RECENTLY_SECONDS = 5.0
 
 
 @dataclass
@@ -103,6 +102,9 @@ class _Run:
     reasked: bool = False  # R8: the one re-ask of a routed turn that delivered nothing
     builtins: TurnBuiltins | None = None  # R12: built-ins this message gives a reason for, skills
     customer_said: tuple = ()  # the customer's messages, this one last: what a chart may draw (R12)
+    renewed: float = field(default_factory=time.monotonic)  # when the lease was last renewed
+    # Writes held back until the next one (see _write): steps by index, turn changes, rows.
+    pending: tuple = field(default_factory=lambda: ({}, {}, []))
 
 
 def turn_execute(*, turn_id) -> None:
@@ -115,12 +117,11 @@ def turn_execute(*, turn_id) -> None:
         _run(turn, runner)
     except LeaseLost:
         log.info("turn %s: taken over by another runner", turn_id)
+        flush_records()  # the calls this runner made are recorded all the same (_finish does it otherwise)
     except Exception as exc:
         log.exception("turn %s failed", turn_id)
         _finish(turn, runner, reply=failure_reply(turn.conversation.language), status=Turn.Status.FAILED,
                 error_code="internal", error_detail=f"{type(exc).__name__}: {str(exc)[:500]}")
-    finally:
-        flush_records()
 
 
 # ---------------------------------------------------------------- claiming and finishing
@@ -146,21 +147,35 @@ def _lease_until():
 
 def _claim(turn_id, runner) -> Turn | None:
     """Take the turn unless it is finished or another runner holds a live lease."""
-    now = timezone.now()
-    claimed = (
-        Turn.objects.filter(pk=turn_id, status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING])
-        .filter(Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now))
-        .update(status=Turn.Status.RUNNING, runner=runner, lease_expires_at=_lease_until(), runs=F("runs") + 1,
-                started_at=Coalesce("started_at", now))
-    )
-    if not claimed:
-        return None
-    return Turn.objects.select_related("conversation", "message").get(pk=turn_id)
+    return turn_claim(turn_id=turn_id, runner=runner, lease_until=_lease_until(), now=timezone.now())
 
 
-def _renew(run: _Run, **changes):
-    if not Turn.objects.filter(pk=run.turn.pk, runner=run.runner).update(lease_expires_at=_lease_until(), **changes):
-        raise LeaseLost()
+def _renew(run: _Run):
+    """Before a wait: what is held back is stored, and the lease must outlast the wait (the last
+    write renewed it if that was just now)."""
+    steps, _turn, _rows = run.pending
+    if steps or time.monotonic() - run.renewed > RENEWED_RECENTLY_SECONDS:
+        _write(run)
+
+
+def _write(run: _Run, index: int | None = None, *, turn: dict | None = None, rows: tuple = (), hold: bool = False,
+           **step):
+    """Renew the lease and store step `index` with `step`'s values, `turn` changes and `rows`, in
+    one statement (runtime/turn_writes.py); LeaseLost if another runner holds the turn.
+
+    With `hold`, the write joins the next one instead: a model step is stored with the first tool
+    step it asks for (or before the next wait, or the reply). Nothing but computation happens in
+    between, so a re-run loses nothing it could not redo without side effects (R10)."""
+    steps, changes, extra = run.pending
+    if index is not None:
+        steps[index] = step
+    changes.update(turn or {})
+    extra.extend(rows)
+    if hold:
+        return
+    run.pending = ({}, {}, [])
+    step_write(turn_id=run.turn.pk, runner=run.runner, lease_until=_lease_until(), steps=steps, turn=changes, rows=extra)
+    run.renewed = time.monotonic()
 
 
 def _release_db():
@@ -175,17 +190,12 @@ def _finish(turn: Turn, runner: str, *, reply: str, status: str, error_code: str
     a runner whose lease another one took over stores nothing)."""
     _release_db()  # flushing may wait on the record writer: hold no connection meanwhile
     flush_records()  # the turn's call records are stored before anyone reads the turn as done
-    with transaction.atomic():
-        locked = Turn.objects.select_for_update().get(pk=turn.pk)
-        if locked.reply_id is not None or locked.runner != runner:
-            return
-        message = Message.objects.create(conversation_id=turn.conversation_id, role=Message.Role.AGENT, text=reply)
-        Turn.objects.filter(pk=turn.pk).update(
-            reply=message, status=status, error_code=error_code, error_detail=error_detail[:4000],
-            finished_at=timezone.now(), lease_expires_at=None, runner="",
-        )
-        events.event_add(turn_id=turn.pk, kind=TurnEvent.Kind.REPLY, text=reply,
-                         data={"status": status, **({"error": error_code} if error_code else {})})
+    stored = reply_write(
+        turn_id=turn.pk, conversation_id=turn.conversation_id, runner=runner, reply=reply, status=status,
+        error_code=error_code, error_detail=error_detail[:4000], finished_at=timezone.now(),
+        event_data={"status": status, **({"error": error_code} if error_code else {})},
+    )
+    if stored:
         # The posting channel's webhook gets the reply once it is stored for good (robust: a
         # broker outage costs the push, logged, never the stored turn).
         transaction.on_commit(lambda: webhooks.turn_finished(turn=turn), robust=True)
@@ -212,7 +222,8 @@ def _run(turn: Turn, runner: str):
     catalog = {tool.prefixed_name: tool for tool in offered}
     builtins = TurnBuiltins.for_message(message=question, catalog=catalog)  # skills' tools leave `catalog`
     run = _Run(
-        turn=turn, runner=runner, steps={step.index: step for step in turn.steps.all()},
+        # A first run has no stored steps to replay (steps are written by a runner that claimed it).
+        turn=turn, runner=runner, steps={step.index: step for step in turn.steps.all()} if turn.runs > 1 else {},
         tools={**catalog, **builtins.attached}, builtins=builtins,
         customer_said=(*(line.text for line in history if line.role == "customer"), question),
         endpoint=Endpoint(tenant.model_base_url, tenant.model_name, tenant.model_api_key),
@@ -241,6 +252,7 @@ def _run(turn: Turn, runner: str):
         return
     if len(reply) > MAX_REPLY_CHARS:
         reply = reply[:MAX_REPLY_CHARS].rsplit(None, 1)[0] + "…"
+    _renew(run)  # the loop's last model step, if it was the answer, is stored before the reply
     _finish(turn, runner, reply=reply or no_answer_reply(run.language), status=Turn.Status.DONE,
             error_code="" if reply else "no_answer")
 
@@ -276,10 +288,8 @@ def _route_step(run: _Run, tenant, history, question) -> Route | None:
         return None
     if "router" not in record:  # the cheap check said no tool: nothing to store
         return None
-    index = _next_index(run)
-    _save_step(run, index, kind=TurnStep.Kind.MODEL, state=TurnStep.State.DONE, finished_at=timezone.now(),
-               response={"content": "", "tool_calls": [], "routing": record, "route": route.to_dict() if route else None})
-    _renew(run)
+    _write(run, _next_index(run), kind=TurnStep.Kind.MODEL, state=TurnStep.State.DONE, finished_at=timezone.now(),
+           response={"content": "", "tool_calls": [], "routing": record, "route": route.to_dict() if route else None})
     return route
 
 
@@ -348,9 +358,8 @@ def _model_step(run: _Run, messages, native_tools, iteration) -> Answer:
     _renew(run)
     _release_db()
     answer = complete(endpoint=run.endpoint, messages=messages, tools=native_tools)
-    _save_step(run, index, kind=TurnStep.Kind.MODEL, state=TurnStep.State.DONE, response=_answer_to(answer),
-               finished_at=timezone.now())
-    _renew(run, iterations=iteration)
+    _write(run, index, turn={"iterations": iteration}, hold=True, kind=TurnStep.Kind.MODEL, state=TurnStep.State.DONE,
+           response=_answer_to(answer), finished_at=timezone.now())
     return answer
 
 
@@ -387,12 +396,6 @@ def _calls_of(run: _Run, answer: Answer) -> tuple[list[Call], str]:
     return calls, clean_reply(parsed.text)
 
 
-def _save_step(run: _Run, index: int, **values) -> TurnStep:
-    step, _created = TurnStep.objects.update_or_create(turn_id=run.turn.pk, index=index, defaults=values)
-    run.steps[index] = step
-    return step
-
-
 def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:
     """One tool call through the gateway, or its stored result. Returns what the model reads and
     whether it was a repeat."""
@@ -415,9 +418,9 @@ def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:
                 "You already called %(name)s with these same arguments in this turn; its result is above. It was "
                 "not called again. Do not repeat the call: answer with what you have."
             ) % {"name": call.name}
-            _save_step(run, index, kind=TurnStep.Kind.TOOL, state=TurnStep.State.DONE, tool_name=call.name,
-                       call_id=call.id, arguments=call.arguments, outcome=REPEATED, model_text=text,
-                       response={"used_after": run.used}, finished_at=timezone.now())
+            _write(run, index, kind=TurnStep.Kind.TOOL, state=TurnStep.State.DONE, tool_name=call.name,
+                   call_id=call.id, arguments=call.arguments, outcome=REPEATED, model_text=text,
+                   response={"used_after": run.used}, finished_at=timezone.now())
             return text, True
         run.seen.add(call.signature)
         if call.arguments is None:
@@ -425,20 +428,21 @@ def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:
                 "The arguments for %(name)s are not a valid JSON object of at most %(max)d characters. Correct them "
                 "and call the tool again."
             ) % {"name": call.name, "max": MAX_ARGUMENT_CHARS}
-            _save_step(run, index, kind=TurnStep.Kind.TOOL, state=TurnStep.State.DONE, tool_name=call.name,
-                       call_id=call.id, arguments={"_raw": call.raw[:2000]}, outcome=BAD_ARGUMENTS, model_text=text,
-                       response={"used_after": run.used}, finished_at=timezone.now())
+            _write(run, index, kind=TurnStep.Kind.TOOL, state=TurnStep.State.DONE, tool_name=call.name,
+                   call_id=call.id, arguments={"_raw": call.raw[:2000]}, outcome=BAD_ARGUMENTS, model_text=text,
+                   response={"used_after": run.used}, finished_at=timezone.now())
             return text, False
     key = f"turn:{run.turn.pk}:step:{index}"
-    step = _save_step(run, index, kind=TurnStep.Kind.TOOL, state=TurnStep.State.STARTED, tool_name=call.name,
-                      call_id=call.id, arguments=call.arguments, idempotency_key=key,
-                      sends=(stored.sends if stored else 0) + 1)
+    status = ()
     if stored is None:
         # R9: the channel shows or says what the agent is doing, from the tool's own verb.
         verb_language = getattr(tool, "verb_language", None) or current_tenant().language
         text = events.status_text(verb=source or "", verb_language=verb_language, language=run.language)
-        events.event_add(turn_id=run.turn.pk, kind=TurnEvent.Kind.STATUS, text=text, data={"tool": call.name})
-    _renew(run)
+        status = ((TurnEvent, {"turn_id": run.turn.pk, "kind": TurnEvent.Kind.STATUS, "text": text,
+                               "data": {"tool": call.name}}),)
+    # Stored (with the lease checked) before the call: a re-run sends it again with the same key.
+    _write(run, index, rows=status, kind=TurnStep.Kind.TOOL, state=TurnStep.State.STARTED, tool_name=call.name,
+           call_id=call.id, arguments=call.arguments, idempotency_key=key, sends=(stored.sends if stored else 0) + 1)
     _release_db()
     conversation = run.turn.conversation
     outcome, extra = _send_call(run, call, key)
@@ -446,20 +450,15 @@ def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:
         text=outcome.model_text, tool_name=call.name, gateway_truncated=outcome.truncated,
         result_chars=outcome.result_chars, used=run.used, turn_budget=turn_budget, language=run.language,
     )
-    with transaction.atomic():
-        TurnStep.objects.filter(pk=step.pk).update(
-            state=TurnStep.State.DONE, outcome=str(outcome.outcome), model_text=budgeted.text, record_id=outcome.record_id,
-            response={"used_after": budgeted.used, **extra}, finished_at=timezone.now(),
-        )
-        if "chart" in extra:  # R12: the channel renders the spec; its data came from the server
-            events.event_add(turn_id=run.turn.pk, kind=TurnEvent.Kind.CHART, text=extra["chart"]["title"],
-                             data={"tool": call.name, "spec": extra["chart"]})
-        TruncationLog.objects.bulk_create([
-            TruncationLog(turn_id=run.turn.pk, conversation_id=conversation.pk, tool_name=call.name, kind=cut.kind,
-                          original_chars=cut.original_chars, kept_chars=cut.kept_chars)
-            for cut in budgeted.cuts
-        ])
-        _renew(run, turn_chars=budgeted.used)
+    rows = [(TruncationLog, {"turn_id": run.turn.pk, "conversation_id": conversation.pk, "tool_name": call.name,
+                             "kind": cut.kind, "original_chars": cut.original_chars, "kept_chars": cut.kept_chars})
+            for cut in budgeted.cuts]
+    if "chart" in extra:  # R12: the channel renders the spec; its data came from the server
+        rows.append((TurnEvent, {"turn_id": run.turn.pk, "kind": TurnEvent.Kind.CHART, "text": extra["chart"]["title"],
+                                 "data": {"tool": call.name, "spec": extra["chart"]}}))
+    _write(run, index, turn={"turn_chars": budgeted.used}, rows=tuple(rows), kind=TurnStep.Kind.TOOL,
+           state=TurnStep.State.DONE, outcome=str(outcome.outcome), model_text=budgeted.text,
+           record_id=outcome.record_id, response={"used_after": budgeted.used, **extra}, finished_at=timezone.now())
     run.used = budgeted.used
     run.facts.append(Fact(fact_source(source or call.name, extra), budgeted.text))
     run.outcomes.append((call.name, str(outcome.outcome)))
@@ -496,6 +495,6 @@ def _reply_step(run: _Run, request: list[dict]) -> str:
         if exc.code != "model_empty":
             raise
         answer = Answer(content="")
-    _save_step(run, index, kind=TurnStep.Kind.REPLY, state=TurnStep.State.DONE, response=_answer_to(answer),
-               finished_at=timezone.now())
+    _write(run, index, kind=TurnStep.Kind.REPLY, state=TurnStep.State.DONE, response=_answer_to(answer),
+           finished_at=timezone.now())
     return clean_reply(answer.content)

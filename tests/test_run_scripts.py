@@ -2,6 +2,8 @@
 must not share the first one's broker)."""
 
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -46,3 +48,17 @@ def test_the_python_peers_are_not_installed_again_when_their_pins_are_there(tmp_
     assert "installing" not in done.stderr
     assert stamp.read_text().strip() == subprocess.run(
         ["sha256sum", "requirements-peers.txt"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()[0]
+
+
+def test_run_starts_a_worker_that_holds_hundreds_of_turns():
+    """P4, A2: `./run` starts the turn worker the README recommends: one process with the threads
+    pool, 200 turns at once by default, on a bounded pool of at most 20 database connections
+    (prefork with two children holds two turns)."""
+    script = (ROOT / "run").read_text().replace("\\\n", " ")  # continued lines as one
+    worker = next(line for line in script.splitlines() if re.search(r"\bcelery\b.*\bworker\b", line))
+    words = shlex.split(worker.split("&")[0])
+    values = {word.split("=", 1)[0]: word.split("=", 1)[1] for word in words if "=" in word and not word.startswith("-")}
+    assert words[words.index("--pool") + 1] == "threads"
+    concurrency = next(word for word in words if word.startswith("--concurrency")).split("=", 1)[1]
+    assert int(re.fullmatch(r"\$\{CELERY_CONCURRENCY:-(\d+)\}", concurrency).group(1)) >= 200
+    assert 0 < int(re.fullmatch(r"\$\{CELERY_DB_POOL_MAX_SIZE:-(\d+)\}", values["DB_POOL_MAX_SIZE"]).group(1)) <= 20

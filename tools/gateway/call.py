@@ -119,8 +119,14 @@ def find_tool(*, name: str | None = None, tool_id=None) -> Tool | None:
     """The live tool with its server, through the per-process cache (see catalog_cache)."""
 
     def load():
+        opened = connection.connection is None
         queryset = Tool.objects.select_related("server").filter(removed_in__isnull=True).order_by("server__created_at", "pk")
-        return (queryset.filter(pk=tool_id) if tool_id else queryset.filter(prefixed_name=name)).first()
+        tool = (queryset.filter(pk=tool_id) if tool_id else queryset.filter(prefixed_name=name)).first()
+        if opened and not connection.in_atomic_block:
+            # The caller held no connection (a turn gives its own back before a call, P4): the
+            # lookup gives back the one it took, so none is held while the server works.
+            connection.close()
+        return tool
 
     return cached(("tool", name, str(tool_id) if tool_id else None), load)
 

@@ -1,0 +1,172 @@
+"""The turn service's writes, each in one SQL statement (P3, P4, R10), and its claim.
+
+A tool-loop iteration stores a step, renews the runner's lease and sometimes adds status events
+or truncation logs; the turn's end stores the reply message, its event and the final status.
+Each of these is one statement here (data-modifying CTEs), so one round trip and atomic without
+a transaction block: on a busy database a round trip, not Python, is the cost of a step.
+
+Every write is conditional on the lease: the rows are inserted `FROM lease`, the turn's row
+updated only while `runner` still holds it, so a runner that was presumed dead and taken over
+writes nothing (`LeaseLost`). Values go through the model fields (`pre_save`,
+`get_db_prep_save`), as the ORM would send them, with a cast to the column's type."""
+
+from functools import cache
+
+from django.db import connection, transaction
+
+from runtime import events
+from runtime.models import Conversation, Message, Turn, TurnEvent, TurnStep
+
+
+class LeaseLost(Exception):
+    """Another runner took the turn over (this one was presumed dead): stop without writing."""
+
+
+def _quote(name):
+    return connection.ops.quote_name(name)
+
+
+@cache
+def _placeholder(field) -> str:
+    # A cast without a length: a value too long for its column is refused, as by the ORM, never cut.
+    return f"%s::{field.cast_db_type(connection).split('(')[0]}"
+
+
+@cache
+def _assignments_sql(model, names: tuple) -> tuple[str, tuple]:
+    fields = tuple(model._meta.get_field(name) for name in names)
+    return ", ".join(f"{_quote(field.column)} = {_placeholder(field)}" for field in fields), fields
+
+
+def _assignments(model, changes: dict) -> tuple[str, list]:
+    sql, fields = _assignments_sql(model, tuple(changes))
+    return sql, [field.get_db_prep_save(value, connection) for field, value in zip(fields, changes.values(), strict=True)]
+
+
+@cache
+def _insert_sql(model, names: tuple, count: int, source: str, conflict: tuple) -> tuple[str, tuple]:
+    """The statement `_insert` sends for `count` rows with values for `names`, and its fields."""
+    fields = tuple(field for field in model._meta.concrete_fields if not (field.primary_key and field.name not in names))
+    row = ", ".join(_placeholder(field) for field in fields)
+    names_sql = ", ".join(f"c{i}" for i in range(len(fields)))
+    columns = ", ".join(_quote(field.column) for field in fields)
+    values = ", ".join(f"({n}, {row})" for n in range(count))
+    sql = (f"INSERT INTO {_quote(model._meta.db_table)} ({columns}) SELECT {names_sql} "
+           f"FROM (VALUES {values}) AS v(n, {names_sql}), {source} ORDER BY n")
+    if conflict:
+        given = {model._meta.get_field(name).column for name in names} - set(conflict)
+        updates = ", ".join(f"{_quote(column)} = EXCLUDED.{_quote(column)}" for column in sorted(given))
+        sql += f" ON CONFLICT ({', '.join(map(_quote, conflict))}) DO UPDATE SET {updates}"
+    return sql, fields
+
+
+def _insert(model, rows: list[dict], source: str, *, conflict: tuple[str, ...] = ()) -> tuple[str, list]:
+    """INSERT of `rows` (field names → values, the same names in each; defaults and auto fields as
+    the ORM fills them), in their order, selected FROM `source` (no row there: nothing inserted).
+    With `conflict`, an existing row with the same values of those fields gets the given values
+    instead."""
+    sql, fields = _insert_sql(model, tuple(rows[0]), len(rows), source, conflict)
+    params = []
+    for values in rows:
+        row = model(**values)
+        params += [field.get_db_prep_save(field.pre_save(row, True), connection) for field in fields]
+    return sql, params
+
+
+def _grouped(rows) -> list:
+    """(model, values) pairs as (model, [values, …]), models in order of first appearance."""
+    groups: dict = {}
+    for model, values in rows:
+        groups.setdefault(model, []).append(values)
+    return list(groups.items())
+
+
+def step_write(*, turn_id, runner: str, lease_until, steps: dict, turn: dict, rows: list) -> None:
+    """Renew the lease (with `turn` changes) and, in the same statement, store `steps` (index →
+    values; given values replace a stored step's) and `rows` ((model, values) pairs: events,
+    truncation logs). Raises LeaseLost when `runner` no longer holds the turn; then nothing is
+    written."""
+    assignments, params = _assignments(Turn, {"lease_expires_at": lease_until, **turn})
+    parts = [f"lease AS (UPDATE {_quote(Turn._meta.db_table)} SET {assignments} "
+             f"WHERE {_quote('id')} = %s AND {_quote('runner')} = %s RETURNING {_quote('id')})"]
+    params += [turn_id, runner]
+    # One INSERT per step (each replaces its own given values), one per model of the other rows.
+    inserts = [(TurnStep, [{"turn_id": turn_id, "index": index, **step}], ("turn_id", "index")) for index, step in steps.items()]
+    inserts += [(model, group, ()) for model, group in _grouped(rows)]
+    for n, (model, group, conflict) in enumerate(inserts):
+        sql, values_params = _insert(model, group, "lease", conflict=conflict)
+        parts.append(f"w{n} AS ({sql})")
+        params += values_params
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH {', '.join(parts)} SELECT count(*) FROM lease", params)
+        held = cursor.fetchone()[0]
+    if not held:
+        raise LeaseLost()
+    if any(model is TurnEvent for model, _values in rows):
+        _wake(turn_id)
+
+
+def reply_write(*, turn_id, conversation_id, runner: str, reply: str, status: str, error_code: str,
+                error_detail: str, event_data: dict, finished_at) -> bool:
+    """The turn's one reply (R10), in one statement: the agent's message, the reply event and the
+    final status, only if `runner` holds the turn and no reply is stored yet. Returns whether
+    this call stored it."""
+    message = Message(conversation_id=conversation_id, role=Message.Role.AGENT, text=reply)
+    assignments, params = _assignments(Turn, {
+        "reply_id": message.pk, "status": status, "error_code": error_code, "error_detail": error_detail,
+        "finished_at": finished_at, "lease_expires_at": None, "runner": "",
+    })
+    parts = [f"done AS (UPDATE {_quote(Turn._meta.db_table)} SET {assignments} WHERE {_quote('id')} = %s "
+             f"AND {_quote('runner')} = %s AND {_quote('reply_id')} IS NULL RETURNING {_quote('id')})"]
+    params += [turn_id, runner]
+    for n, (model, values) in enumerate([
+        (Message, {"id": message.pk, "conversation_id": conversation_id, "role": message.role, "text": reply}),
+        (TurnEvent, {"turn_id": turn_id, "kind": TurnEvent.Kind.REPLY, "text": reply, "data": event_data}),
+    ]):
+        sql, values_params = _insert(model, [values], "done")
+        parts.append(f"w{n} AS ({sql})")
+        params += values_params
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH {', '.join(parts)} SELECT count(*) FROM done", params)
+        stored = bool(cursor.fetchone()[0])
+    if stored:
+        _wake(turn_id)
+    return stored
+
+
+@cache
+def _claim_sql() -> str:
+    turn = Turn._meta.db_table
+    selected = ", ".join(f"{alias}.{_quote(field.column)}" for alias, model in (("t", Turn), ("c", Conversation), ("m", Message))
+                         for field in model._meta.concrete_fields)
+    return (
+        f"WITH claimed AS (UPDATE {_quote(turn)} SET status = %s, runner = %s, lease_expires_at = %s, runs = runs + 1, "
+        f"started_at = COALESCE(started_at, %s) WHERE id = %s AND status IN (%s, %s) "
+        f"AND (lease_expires_at IS NULL OR lease_expires_at < %s) RETURNING *) "
+        f"SELECT {selected} FROM claimed t JOIN {_quote(Conversation._meta.db_table)} c ON c.id = t.conversation_id "
+        f"JOIN {_quote(Message._meta.db_table)} m ON m.id = t.message_id"
+    )
+
+
+def turn_claim(*, turn_id, runner: str, lease_until, now) -> Turn | None:
+    """Take the turn unless it is finished or another runner holds a live lease: the turn with its
+    conversation and message, in one statement; None when it is not this runner's."""
+    with connection.cursor() as cursor:
+        cursor.execute(_claim_sql(), [Turn.Status.RUNNING, runner, lease_until, now, turn_id, Turn.Status.QUEUED,
+                                      Turn.Status.RUNNING, now])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    instances, start = [], 0
+    for model in (Turn, Conversation, Message):
+        fields = model._meta.concrete_fields
+        instances.append(model.from_db(connection.alias, [field.attname for field in fields], row[start:start + len(fields)]))
+        start += len(fields)
+    turn, conversation, message = instances
+    Turn._meta.get_field("conversation").set_cached_value(turn, conversation)
+    Turn._meta.get_field("message").set_cached_value(turn, message)
+    return turn
+
+
+def _wake(turn_id):
+    transaction.on_commit(lambda: events.publish(turn_id))  # at once outside a transaction

@@ -1,0 +1,65 @@
+"""What a turn costs the database (P3, P4): each loop iteration's state is stored as it happens
+(R10) in a few statements, not one per field or row. Counted, not timed: a change that brings
+back a read or a write per iteration fails here, on any machine."""
+
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from examples.soporte.desk import SupportDesk
+from examples.soporte.server import build_app
+from runtime.models import Message, Turn, TurnEvent, TurnStep
+from runtime.turn import turn_execute
+from tests.runtime.runtime_support import agent, queued_turn, recording_app, register_soporte, tool_calls_seen
+from tests.support.mcp_servers import serve_asgi
+from tests.support.model_server import ScriptedModel, call, say
+
+SEARCH = "soporte__buscar_producto"
+# Statements a tool-loop iteration (a model call and one tool call) may send: the model step
+# stored with the tool step it asks for, its status event and the lease; the tool step done; and
+# the tenant's search_path set on the connection taken back after each of the two waits.
+MAX_STATEMENTS_PER_ITERATION = 4
+# Statements of the rest of a turn: claiming it with its conversation and message (1), reading the
+# history and the agent's options (3; the catalog comes from the process's cache), the loop's
+# answer step, the reply step, the reply with its event and final status (3), and the search_path
+# on each connection taken (4).
+MAX_STATEMENTS_PER_TURN = 11
+
+
+def statements_of_a_turn(world, tool_calls: int) -> tuple[int, object]:
+    model = ScriptedModel([*(call(SEARCH, {"consulta": f"router {n}"}) for n in range(tool_calls)),
+                           say("Tenemos routers."), say("Sí, tenemos el Router WiFi 6.")])
+    turn = queued_turn(world, "¿Tienen routers?")
+    with serve_asgi(model.app()) as url, agent(world, f"{url}/v1"), world.schema():
+        connection.close()  # as a worker thread starts: no connection held
+        with CaptureQueriesContext(connection) as queries:
+            turn_execute(turn_id=turn.pk)
+    return len(queries), turn
+
+
+def test_an_iteration_of_the_tool_loop_costs_a_few_statements(committed_world, django_db_blocker):
+    """P3, R10: a turn with three tool calls sends at most MAX_STATEMENTS_PER_ITERATION more
+    statements per iteration than a turn with one, and the whole turn stays within its bound;
+    every step, status event and the one reply are stored all the same."""
+    world, log = committed_world, []
+    with django_db_blocker.unblock(), serve_asgi(recording_app(build_app(SupportDesk()), log)) as tool_url:
+        register_soporte(world, tool_url)
+        statements_of_a_turn(world, 1)  # warms the catalog cache and the validators
+        one, _turn = statements_of_a_turn(world, 1)
+        three, turn = statements_of_a_turn(world, 3)
+        with world.schema():
+            steps = list(TurnStep.objects.filter(turn_id=turn.pk).order_by("index").values_list("kind", "state", "idempotency_key"))
+            events = list(TurnEvent.objects.filter(turn_id=turn.pk).order_by("id").values_list("kind", flat=True))
+            replies = list(Message.objects.filter(conversation_id=turn.conversation_id, role="agent").values_list("text", flat=True))
+            reply_id = Turn.objects.get(pk=turn.pk).reply_id
+        connection.set_schema_to_public()
+    keys = [key for _name, _args, key in tool_calls_seen(log)[-3:]]
+    assert steps == [
+        ("model", "done", ""), ("tool", "done", keys[0]), ("model", "done", ""), ("tool", "done", keys[1]),
+        ("model", "done", ""), ("tool", "done", keys[2]), ("model", "done", ""), ("reply", "done", ""),
+    ]
+    assert keys == [f"turn:{turn.pk}:step:{n}" for n in (2, 4, 6)]
+    assert events == ["status", "status", "status", "reply"]
+    assert replies == ["Sí, tenemos el Router WiFi 6."] and reply_id is not None
+    per_iteration = (three - one) / 2
+    assert per_iteration <= MAX_STATEMENTS_PER_ITERATION, f"{per_iteration} statements per iteration"
+    assert one - per_iteration <= MAX_STATEMENTS_PER_TURN, f"{one} statements for a turn of one tool call"
