@@ -21,9 +21,10 @@ def turn_run(turn_id):
 
 
 @shared_task(bind=True, acks_late=True, ignore_result=True, max_retries=None)
-def webhook_deliver(self, webhook_id, turn_id, delivery_id):
-    """POST a finished turn to a webhook; on a retryable failure, again after the planned pause."""
-    delay = webhooks.deliver(webhook_id=webhook_id, turn_id=turn_id, delivery_id=delivery_id,
+def webhook_deliver(self, webhook_id, turn_id, delivery_id, message_id=None):
+    """POST a finished turn (or, with `message_id` and no turn, a reminder's or follow-up's
+    notice) to a webhook; on a retryable failure, again after the planned pause."""
+    delay = webhooks.deliver(webhook_id=webhook_id, turn_id=turn_id, message_id=message_id, delivery_id=delivery_id,
                              attempt=self.request.retries + 1)
     if delay is not None:
         raise self.retry(countdown=delay)
@@ -35,15 +36,6 @@ def requeue_stalled_turns():
         with tenant_context(tenant):
             for turn_id in stalled_turns_mark_resent():
                 turn_run.delay(str(turn_id))
-
-
-@shared_task(bind=True, acks_late=True, ignore_result=True, max_retries=None)
-def notice_deliver(self, webhook_id, message_id, delivery_id):
-    """POST a reminder's or follow-up's notice to a webhook; retried like `webhook_deliver`."""
-    delay = webhooks.deliver(webhook_id=webhook_id, message_id=message_id, delivery_id=delivery_id,
-                             attempt=self.request.retries + 1)
-    if delay is not None:
-        raise self.retry(countdown=delay)
 
 
 @shared_task(ignore_result=True)

@@ -180,9 +180,9 @@ def notice_stored(*, message: Message, api_key_id) -> None:
     webhook = _webhook_for(api_key_id)
     if webhook is None:
         return
-    from runtime.tasks import notice_deliver
+    from runtime.tasks import webhook_deliver
 
-    notice_deliver.delay(str(webhook.pk), str(message.pk), str(uuid.uuid4()))
+    webhook_deliver.delay(str(webhook.pk), None, str(uuid.uuid4()), message_id=str(message.pk))
 
 
 # ---------------------------------------------------------------- what is sent
