@@ -16,13 +16,22 @@ certificates a public CA signed.
 Refusals read the same whatever the reason (a private address, a name that does not resolve),
 name no address and no port, and happen before any connection, so error texts cannot map a
 private network. This module judges; `tenants.outbound_http` connects to what it judged.
+
+A name is looked up in a worker thread with a time limit of its own (at most
+DNS_TIMEOUT_SECONDS, less when the caller has less time): the system resolver has none a
+caller controls, and a name server that never answers must not pin a web thread. A lookup
+that takes too long is `LookupTimedOut`, an OutboundRefused with the code `dns_timeout`.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -54,10 +63,24 @@ MIN_PREFIX = {4: 8, 6: 8}
 _HOST_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$")
 
 
+# The longest any one name lookup may take, whatever time the caller has left.
+DNS_TIMEOUT_SECONDS = 5.0
+# Lookups that may run at once; a resolver that hangs holds a thread each, never more than these.
+DNS_THREADS = 16
+
+
 class OutboundRefused(Exception):
+    code = "outbound_refused"
+
     def __init__(self, message):
         super().__init__(message)
         self.message = message
+
+
+class LookupTimedOut(OutboundRefused):
+    """The host name did not resolve in time: nothing was sent (a later try may do better)."""
+
+    code = "dns_timeout"
 
 
 def refused_host(host: str) -> OutboundRefused:
@@ -225,16 +248,53 @@ def literal_address(host: str) -> Address | None:
         return None
 
 
-def resolve(host: str, port: int) -> list[Address]:
-    """Every address `host` resolves to, in the resolver's order; [] if it does not resolve."""
+def resolve(host: str, port: int, *, timeout: float | None = None) -> list[Address]:
+    """Every address `host` resolves to, in the resolver's order; [] if it does not resolve.
+    Raises LookupTimedOut after `timeout` seconds (at most DNS_TIMEOUT_SECONDS)."""
     literal = literal_address(host)
     if literal is not None:
         return [literal]  # an address written plainly needs no resolver (this runs on every tool call)
+    limit = DNS_TIMEOUT_SECONDS if timeout is None else max(min(timeout, DNS_TIMEOUT_SECONDS), 0.0)
+    lookup = _lookups().submit(_getaddrinfo, host, port)
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        infos = lookup.result(timeout=limit)
+    except FutureTimeout:
+        lookup.cancel()  # still queued behind hung lookups: it never runs
+        raise lookup_timed_out(host) from None
+    return addresses_of(infos)
+
+
+def lookup_timed_out(host: str) -> LookupTimedOut:
+    return LookupTimedOut(_("Looking up the host name %(host)s took too long.") % {"host": host})
+
+
+def _getaddrinfo(host, port):
+    try:
+        return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError, ValueError):
         return []
-    return addresses_of(infos)
+
+
+_executor: ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()
+
+
+def _lookups() -> ThreadPoolExecutor:
+    global _executor
+    if _executor is None:
+        with _executor_lock:
+            if _executor is None:
+                _executor = ThreadPoolExecutor(max_workers=DNS_THREADS, thread_name_prefix="asixto-dns")
+    return _executor
+
+
+def _forget_lookups_after_fork():
+    # A forked child has none of the parent's lookup threads (and may have copied a held lock).
+    global _executor, _executor_lock
+    _executor, _executor_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_lookups_after_fork)
 
 
 def addresses_of(infos: Iterable[tuple]) -> list[Address]:
@@ -247,8 +307,10 @@ def addresses_of(infos: Iterable[tuple]) -> list[Address]:
     return list(addresses)
 
 
-def check_url(url, *, policy: OutboundPolicy | None = None, tenant=None, allow_private: bool | None = None):
-    """Return the addresses `url` resolves to, or raise OutboundRefused with a clear reason.
+def check_url(url, *, policy: OutboundPolicy | None = None, tenant=None, allow_private: bool | None = None,
+              timeout: float | None = None):
+    """Return the addresses `url` resolves to, or raise OutboundRefused with a clear reason
+    (LookupTimedOut when the name took longer than `timeout`, or DNS_TIMEOUT_SECONDS, to resolve).
 
     With no `policy`, the live rules for `tenant` (default: the active schema's tenant);
     `allow_private` forces the operator setting either way, with no approvals."""
@@ -263,7 +325,7 @@ def check_url(url, *, policy: OutboundPolicy | None = None, tenant=None, allow_p
         raise OutboundRefused(_("Use an https:// URL."))
     if parts.username or parts.password:
         raise OutboundRefused(_("Put credentials in the auth headers, not in the URL."))
-    addresses = resolve(parts.hostname, port)
+    addresses = resolve(parts.hostname, port, timeout=timeout)
     vet(scheme=parts.scheme, host=parts.hostname, addresses=addresses, policy=policy, tenant=tenant)
     return addresses
 

@@ -36,7 +36,7 @@ from tools.mcp.failures import FINAL_CODES
 from tools.mcp.log_redaction import secrets_in_scope
 from tools.mcp.meta import call_meta
 from tools.models import McpServer, Tool, ToolCall
-from tools.outbound import OutboundRefused, check_url
+from tools.outbound import LookupTimedOut, OutboundRefused, check_url
 from tools.rules.leaks import clean_text, configured_secrets
 from tools.services import server_target
 
@@ -214,8 +214,13 @@ def _send(tool, arguments, context, company_id):
     with translation.override("en"):
         try:
             if server.transport != McpServer.Transport.STDIO:
-                check_url(server.url)  # again at call time, on every path: DNS answers change (M2)
+                # Again at call time, on every path: DNS answers change (M2). The look-up has the
+                # call's deadline too.
+                check_url(server.url, timeout=route.deadline - time.monotonic())
             route.target = None if direct else server_target(server)
+        except LookupTimedOut:
+            params = {"url": safe_url(server.url), "method": f"tools/call {tool.name}"}
+            return _failed(outcome, ToolCall.Outcome.CONNECT_ERROR, LookupTimedOut.code, params, route.secrets, tool), None
         except OutboundRefused as exc:
             params = {"url": safe_url(server.url), "detail": exc.message}
             return _failed(outcome, ToolCall.Outcome.REFUSED, "outbound_refused", params, route.secrets, tool), None

@@ -9,8 +9,9 @@ builder (`tools.mcp.meta`), the classification of failures and the redaction of 
 
 The answer may be JSON or an event stream (read with `httpx-sse`, which splits lines only where
 SSE does). The body is streamed: at most `max_bytes` are read, and the call's deadline is checked
-between chunks, so keep-alives cannot hold a call open past it (G3). Each network wait is also
-bounded by the time left. TLS is always verified.
+between chunks, so keep-alives cannot hold a call open past it (G3). Each network wait (the name
+lookup, the connect, every socket read and write, the response's header bytes included) is
+bounded by the time left (`total_deadline`). TLS is always verified.
 """
 
 import itertools
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 import httpx
 from httpx_sse import EventSource, SSEError
 
-from tenants.outbound_http import outbound_client
+from tenants.outbound_http import outbound_client, total_deadline
 from tools.mcp.bounds import BoundedStream, ByteBudget, DeadlinePassed, ResponseTooLarge
 from tools.mcp.errors import McpError, parse_retry_after, safe_url, secrets_of
 from tools.mcp.failures import http_status_error, peer_error, transport_failure
@@ -68,7 +69,7 @@ def call(*, url: str, headers: dict, name: str, arguments: dict, meta: dict, dea
         "Mcp-Name": name,
     }
     try:
-        with _client.stream(
+        with total_deadline(deadline), _client.stream(
             "POST", url, content=build_body(request_id, name, arguments, meta), headers=request_headers,
             timeout=httpx.Timeout(remaining, connect=min(remaining, CONNECT_TIMEOUT_SECONDS)),
         ) as response:

@@ -44,6 +44,9 @@ MESSAGES = {
     "connect_refused": gettext_lazy("%(where)s could not be reached: the connection was refused. Nothing was sent."),
     "connect_timeout": gettext_lazy("%(where)s could not be reached: the connection attempt timed out. Nothing was sent."),
     "dns_failed": gettext_lazy("%(where)s could not be reached: its host name could not be resolved. Nothing was sent."),
+    "dns_timeout": gettext_lazy(
+        "%(where)s could not be reached: looking up its host name took too long. Nothing was sent."
+    ),
     "tls_unverified": gettext_lazy(
         "%(where)s could not be reached: its TLS certificate could not be verified. Nothing was sent."
     ),
