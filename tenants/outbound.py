@@ -34,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 import idna
@@ -316,18 +317,33 @@ def check_url(url, *, policy: OutboundPolicy | None = None, tenant=None, allow_p
     `allow_private` forces the operator setting either way, with no approvals."""
     if policy is None and allow_private is not None:
         policy = OutboundPolicy(allow_private=allow_private)
+    target = _target(url) if isinstance(url, str) and len(url) <= 2048 else _target.__wrapped__(url)
+    if target == "invalid":
+        raise OutboundRefused(_("Not a valid URL."))
+    if target == "scheme":
+        raise OutboundRefused(_("Use an https:// URL."))
+    if target == "credentials":
+        raise OutboundRefused(_("Put credentials in the auth headers, not in the URL."))
+    scheme, host, port = target
+    addresses = resolve(host, port, timeout=timeout)
+    vet(scheme=scheme, host=host, addresses=addresses, policy=policy, tenant=tenant)
+    return addresses
+
+
+@lru_cache(maxsize=1024)
+def _target(url) -> tuple[str, str, int] | str:
+    """(scheme, host, port) of an outbound URL, or what is wrong with it. Remembered: every tool
+    call checks its server's URL again (the address is looked up again each time, not this)."""
     try:
         parts = urlsplit(url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError as exc:
-        raise OutboundRefused(_("Not a valid URL.")) from exc
+    except (ValueError, TypeError, AttributeError):
+        return "invalid"
     if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise OutboundRefused(_("Use an https:// URL."))
+        return "scheme"
     if parts.username or parts.password:
-        raise OutboundRefused(_("Put credentials in the auth headers, not in the URL."))
-    addresses = resolve(parts.hostname, port, timeout=timeout)
-    vet(scheme=parts.scheme, host=parts.hostname, addresses=addresses, policy=policy, tenant=tenant)
-    return addresses
+        return "credentials"
+    return parts.scheme, parts.hostname, port
 
 
 def endpoint_problem(url: str, *, tenant=None) -> str | None:
