@@ -58,6 +58,7 @@ KIND_OUTCOME = {
 MIN_RETRY_SECONDS = 0.05
 # How much of a server's (cleaned) result a call record keeps, in characters of JSON.
 RECORD_RESULT_CHARS = 20000
+_RECORD_JSON = json.JSONEncoder(ensure_ascii=False, default=str)  # built once, not per call
 
 
 @dataclass
@@ -353,7 +354,7 @@ def bounded_result(result, limit: int = RECORD_RESULT_CHARS):
     the start of its JSON text (a record must not grow with whatever a server sends)."""
     if result is None:
         return None
-    text = json.dumps(result, ensure_ascii=False, default=str)
+    text = _RECORD_JSON.encode(result)
     if len(text) <= limit:
         return result
     return {"cut_at_chars": limit, "json_start": text[:limit]}

@@ -31,6 +31,7 @@ from tools.mcp.meta import PROTOCOL_VERSION, protocol_meta
 # A connection that cannot be made in this long will not be made in the rest of the deadline.
 CONNECT_TIMEOUT_SECONDS = 5.0
 _ids = itertools.count(1)  # process-wide: no two requests of this process share an id
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # built once, not per call
 # One keep-alive client for every server: it pools connections per host by itself, and the
 # headers and timeout of each server travel with each request. Every new connection is checked
 # against the current tenant's outbound rules and pinned to the checked address (M2); it keeps
@@ -47,8 +48,7 @@ class HttpAnswer:
 
 def build_body(request_id: int, name: str, arguments: dict, meta: dict) -> bytes:
     params = {"name": name, "arguments": arguments, "_meta": {**meta, **protocol_meta()}}
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params},
-                      ensure_ascii=False, separators=(",", ":")).encode()
+    return _COMPACT_JSON.encode({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}).encode()
 
 
 def call(*, url: str, headers: dict, name: str, arguments: dict, meta: dict, deadline: float, timeout: float,

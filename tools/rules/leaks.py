@@ -383,21 +383,25 @@ def clean_data(value, *, where: str = "", secrets: tuple[str, ...] = ()) -> Clea
     """
     # One hint pass over all strings joined, instead of one per string: a
     # 100 KB result may hold thousands of short strings and usually no leak.
-    patterns = _possible("\n".join(_strings(value)))
+    strings: list[str] = []
+    _strings(value, strings)
+    patterns = _possible("\n".join(strings))
     leaks: list[Leak] = []
     cleaned = _clean_value(value, where, leaks, patterns, secrets)
     return Cleaned(cleaned, tuple(leaks))
 
 
-def _strings(value):
+def _strings(value, found: list[str]) -> None:
+    """Every string inside `value`, appended to `found` (a list, not a generator: a frame per
+    nesting level and string is most of the cost on a small result)."""
     if isinstance(value, str):
-        yield value
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
+        found.append(value)
+    elif isinstance(value, list | dict):
+        for item in value if isinstance(value, list) else value.values():
+            if isinstance(item, str):
+                found.append(item)
+            elif isinstance(item, list | dict):
+                _strings(item, found)
 
 
 def _clean_value(value, where: str, leaks: list[Leak], patterns, secrets):

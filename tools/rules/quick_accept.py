@@ -80,7 +80,14 @@ def _compile(schema) -> Accepts:
         checks.append(_items(schema["items"]))
     if len(checks) == 1:
         return checks[0]
-    return lambda value: all(check(value) for check in checks)
+
+    def accepts(value) -> bool:
+        for check in checks:
+            if not check(value):
+                return False
+        return True
+
+    return accepts
 
 
 def _type(expected) -> Accepts:
