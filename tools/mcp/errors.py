@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -177,6 +178,13 @@ def _where(params: Mapping[str, Any]) -> str:
 
 def safe_url(url: str | None) -> str:
     """The URL for a message: scheme, host, port and path only (userinfo and query can hold tokens)."""
+    if isinstance(url, str) and len(url) <= 2048:
+        return _safe_url(url)  # every call names its server's URL: parsed once per URL
+    return _safe_url.__wrapped__(url)
+
+
+@lru_cache(maxsize=1024)
+def _safe_url(url: str | None) -> str:
     if not url:
         return "(no url)"
     try:
