@@ -16,15 +16,25 @@ certificates a public CA signed.
 Refusals read the same whatever the reason (a private address, a name that does not resolve),
 name no address and no port, and happen before any connection, so error texts cannot map a
 private network. This module judges; `tenants.outbound_http` connects to what it judged.
+
+A name is looked up in a worker thread with a time limit of its own (at most
+DNS_TIMEOUT_SECONDS, less when the caller has less time): the system resolver has none a
+caller controls, and a name server that never answers must not pin a web thread. A lookup
+that takes too long is `LookupTimedOut`, an OutboundRefused of the kind `dns_timeout`.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 import socket
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 import idna
@@ -55,19 +65,36 @@ MIN_PREFIX = {4: 8, 6: 8}
 _HOST_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$")
 
 
+# The longest any one name lookup may take, whatever time the caller has left.
+DNS_TIMEOUT_SECONDS = 5.0
+# Lookups that may run at once; a resolver that hangs holds a thread each, never more than these.
+DNS_THREADS = 16
+
+
 class OutboundRefused(Exception):
     """`message` in the active language; `code` (the English msgid) and `params` let a stored
-    refusal be shown later in a reader's language (A3). Build one with `refusal`."""
+    refusal be shown later in a reader's language (A3). Build one with `refusal`. `kind` says
+    which failure it is to the callers that classify it (`dns_timeout` for a slow lookup)."""
 
-    def __init__(self, message, *, code: str = "", params: dict | None = None):
+    kind = "outbound_refused"
+
+    def __init__(self, message, *, code: str = "", params: dict | None = None, kind: str | None = None):
         super().__init__(message)
         self.message = message
         self.code, self.params = code, dict(params or {})
+        if kind:
+            self.kind = kind
 
 
 def refusal(msgid: str, **params) -> OutboundRefused:
     """A refusal from a `gettext_noop` msgid and its values."""
     return OutboundRefused(_(msgid) % params if params else _(msgid), code=msgid, params=params)
+
+
+class LookupTimedOut(OutboundRefused):
+    """The host name did not resolve in time: nothing was sent (a later try may do better)."""
+
+    kind = "dns_timeout"
 
 
 def refused_host(host: str) -> OutboundRefused:
@@ -233,16 +260,54 @@ def literal_address(host: str) -> Address | None:
         return None
 
 
-def resolve(host: str, port: int) -> list[Address]:
-    """Every address `host` resolves to, in the resolver's order; [] if it does not resolve."""
+def resolve(host: str, port: int, *, timeout: float | None = None) -> list[Address]:
+    """Every address `host` resolves to, in the resolver's order; [] if it does not resolve.
+    Raises LookupTimedOut after `timeout` seconds (at most DNS_TIMEOUT_SECONDS)."""
     literal = literal_address(host)
     if literal is not None:
         return [literal]  # an address written plainly needs no resolver (this runs on every tool call)
+    limit = DNS_TIMEOUT_SECONDS if timeout is None else max(min(timeout, DNS_TIMEOUT_SECONDS), 0.0)
+    lookup = _lookups().submit(_getaddrinfo, host, port)
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        infos = lookup.result(timeout=limit)
+    except FutureTimeout:
+        lookup.cancel()  # still queued behind hung lookups: it never runs
+        raise lookup_timed_out(host) from None
+    return addresses_of(infos)
+
+
+def lookup_timed_out(host: str) -> LookupTimedOut:
+    msgid = gettext_noop("Looking up the host name %(host)s took too long.")
+    return LookupTimedOut(_(msgid) % {"host": host}, code=msgid, params={"host": host})
+
+
+def _getaddrinfo(host, port):
+    try:
+        return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError, ValueError):
         return []
-    return addresses_of(infos)
+
+
+_executor: ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()
+
+
+def _lookups() -> ThreadPoolExecutor:
+    global _executor
+    if _executor is None:
+        with _executor_lock:
+            if _executor is None:
+                _executor = ThreadPoolExecutor(max_workers=DNS_THREADS, thread_name_prefix="asixto-dns")
+    return _executor
+
+
+def _forget_lookups_after_fork():
+    # A forked child has none of the parent's lookup threads (and may have copied a held lock).
+    global _executor, _executor_lock
+    _executor, _executor_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_lookups_after_fork)
 
 
 def addresses_of(infos: Iterable[tuple]) -> list[Address]:
@@ -255,25 +320,42 @@ def addresses_of(infos: Iterable[tuple]) -> list[Address]:
     return list(addresses)
 
 
-def check_url(url, *, policy: OutboundPolicy | None = None, tenant=None, allow_private: bool | None = None):
-    """Return the addresses `url` resolves to, or raise OutboundRefused with a clear reason.
+def check_url(url, *, policy: OutboundPolicy | None = None, tenant=None, allow_private: bool | None = None,
+              timeout: float | None = None):
+    """Return the addresses `url` resolves to, or raise OutboundRefused with a clear reason
+    (LookupTimedOut when the name took longer than `timeout`, or DNS_TIMEOUT_SECONDS, to resolve).
 
     With no `policy`, the live rules for `tenant` (default: the active schema's tenant);
     `allow_private` forces the operator setting either way, with no approvals."""
     if policy is None and allow_private is not None:
         policy = OutboundPolicy(allow_private=allow_private)
+    target = _target(url) if isinstance(url, str) and len(url) <= 2048 else _target.__wrapped__(url)
+    if target == "invalid":
+        raise refusal(gettext_noop("Not a valid URL."))
+    if target == "scheme":
+        raise refusal(gettext_noop("Use an https:// URL."))
+    if target == "credentials":
+        raise refusal(gettext_noop("Put credentials in the auth headers, not in the URL."))
+    scheme, host, port = target
+    addresses = resolve(host, port, timeout=timeout)
+    vet(scheme=scheme, host=host, addresses=addresses, policy=policy, tenant=tenant)
+    return addresses
+
+
+@lru_cache(maxsize=1024)
+def _target(url) -> tuple[str, str, int] | str:
+    """(scheme, host, port) of an outbound URL, or what is wrong with it. Remembered: every tool
+    call checks its server's URL again (the address is looked up again each time, not this)."""
     try:
         parts = urlsplit(url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError as exc:
-        raise refusal(gettext_noop("Not a valid URL.")) from exc
+    except (ValueError, TypeError, AttributeError):
+        return "invalid"
     if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise refusal(gettext_noop("Use an https:// URL."))
+        return "scheme"
     if parts.username or parts.password:
-        raise refusal(gettext_noop("Put credentials in the auth headers, not in the URL."))
-    addresses = resolve(parts.hostname, port)
-    vet(scheme=parts.scheme, host=parts.hostname, addresses=addresses, policy=policy, tenant=tenant)
-    return addresses
+        return "credentials"
+    return parts.scheme, parts.hostname, port
 
 
 def endpoint_problem(url: str, *, tenant=None) -> str | None:

@@ -14,6 +14,12 @@ connection made for one name is never reused for another on the same address). A
 raises the stack's ConnectError before any socket opens; `tenants.outbound.refusal_of(error)`
 finds the OutboundRefused inside it.
 
+A caller with one total deadline for a request (the gateway's tool calls, SPEC G3) sends it
+inside `total_deadline(deadline)`: every name lookup, connect, socket read and write of the sync
+client is then clamped to the time left, so a server trickling its header bytes one at a time
+cannot hold a call past it (a read timeout alone restarts with every byte). A lookup that takes
+too long fails the connection like any refusal, with the kind `dns_timeout` (`refusal_of(error).kind`).
+
 The clients keep no cookies (a client may be shared by every tenant), never follow redirects,
 ignore proxy and netrc environment variables (a proxy would resolve names itself), and only
 take TLS contexts that verify certificates and host names: there is no switch to skip that.
@@ -35,7 +41,9 @@ from __future__ import annotations
 
 import socket
 import ssl
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache
 from http.cookiejar import CookieJar, DefaultCookiePolicy
@@ -48,17 +56,51 @@ import httpx
 import httpx2
 from django.conf import settings
 
-from tenants.outbound import OutboundPolicy, OutboundRefused, addresses_of, literal_address, resolve, vet
+from tenants.outbound import (
+    DNS_TIMEOUT_SECONDS,
+    OutboundPolicy,
+    OutboundRefused,
+    addresses_of,
+    literal_address,
+    lookup_timed_out,
+    resolve,
+    vet,
+)
 
 DEFAULT_TIMEOUT = 10.0
 
 # The scheme and policy of the request being sent, for the network backend below, which is
 # only told a host and a port. Set around each request; a connection is made inside it.
 _sending: ContextVar[tuple[str, OutboundPolicy | None] | None] = ContextVar("outbound_sending", default=None)
+# The time.monotonic() by which the current request must be over, if its caller set one.
+_deadline: ContextVar[float | None] = ContextVar("outbound_deadline", default=None)
+
+
+@contextmanager
+def total_deadline(deadline: float) -> Iterator[None]:
+    """Requests of the sync clients sent inside this end by `deadline` (time.monotonic()), however
+    the server paces its bytes: each network wait gets at most the time left."""
+    token = _deadline.set(deadline)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def _clamped(timeout: float | None, timed_out: type[Exception]) -> float | None:
+    """`timeout` cut to the time left before the current deadline; `timed_out` once none is left."""
+    deadline = _deadline.get()
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise timed_out("the request's total deadline passed")
+    return left if timeout is None else min(timeout, left)
 
 
 class RefusedConnection(httpcore.ConnectError, OutboundRefused):
-    """A connection the outbound rules refused (httpx stack); httpx re-raises it as ConnectError."""
+    """A connection the outbound rules refused (httpx stack); httpx re-raises it as ConnectError.
+    Its `kind` and `code` are the refusal's (kind `dns_timeout` for a lookup that took too long)."""
 
     def __init__(self, message, **coded):
         OutboundRefused.__init__(self, message, **coded)
@@ -94,6 +136,29 @@ def _judge(host: str, addresses, *, live_ok: bool) -> None:
     vet(scheme=scheme, host=host, addresses=addresses, policy=policy)
 
 
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every read and write waits at most until the current total deadline."""
+
+    def __init__(self, inner: httpcore.NetworkStream):
+        self._inner = inner
+
+    def read(self, max_bytes, timeout=None):
+        return self._inner.read(max_bytes, _clamped(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer, timeout=None):
+        self._inner.write(buffer, _clamped(timeout, httpcore.WriteTimeout))
+
+    def close(self):
+        self._inner.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None):
+        timeout = _clamped(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info):
+        return self._inner.get_extra_info(info)
+
+
 class _CheckedBackend(httpcore.NetworkBackend):
     """Resolve, judge, then connect to a judged address (sync)."""
 
@@ -101,17 +166,20 @@ class _CheckedBackend(httpcore.NetworkBackend):
         self._inner = httpcore.SyncBackend()
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
-        addresses = resolve(host, port)
+        timeout = _clamped(timeout, httpcore.ConnectTimeout)
         try:
+            addresses = resolve(host, port, timeout=timeout)
             _judge(host, addresses, live_ok=True)
         except OutboundRefused as exc:
-            raise RefusedConnection(exc.message, code=exc.code, params=exc.params) from None
+            raise RefusedConnection(exc.message, code=exc.code, params=exc.params, kind=exc.kind) from None
         failure = None
         for address in addresses:
             try:
-                return self._inner.connect_tcp(
-                    str(address), port, timeout=timeout, local_address=local_address, socket_options=socket_options
+                stream = self._inner.connect_tcp(
+                    str(address), port, timeout=_clamped(timeout, httpcore.ConnectTimeout), local_address=local_address,
+                    socket_options=socket_options,
                 )
+                return _DeadlineStream(stream)
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 failure = exc  # like socket.create_connection: try the next address
         raise failure
@@ -131,14 +199,15 @@ class _AsyncCheckedBackend(httpcore2.AsyncNetworkBackend):
 
     async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
         try:
-            with anyio.fail_after(timeout):
+            with anyio.fail_after(DNS_TIMEOUT_SECONDS if timeout is None else min(timeout, DNS_TIMEOUT_SECONDS)):
                 addresses = await _resolve_async(host, port)
         except TimeoutError:
-            raise httpcore2.ConnectTimeout(f"resolving {host} timed out") from None
+            late = lookup_timed_out(host)
+            raise AsyncRefusedConnection(late.message, code=late.code, params=late.params, kind=late.kind) from None
         try:
             _judge(host, addresses, live_ok=False)
         except OutboundRefused as exc:
-            raise AsyncRefusedConnection(exc.message, code=exc.code, params=exc.params) from None
+            raise AsyncRefusedConnection(exc.message, code=exc.code, params=exc.params, kind=exc.kind) from None
         failure = None
         for address in addresses:
             try:

@@ -12,11 +12,20 @@ endpoint at f"{url}/mcp"). Each keeps the requests it received in `.calls`.
   (`"401"`), a 500 plain-text body (`"500"`) or a JSON-RPC error at HTTP 200 (`"rpc"`), the way
   careless servers echo what they got; or (`"garbled"`) in an answer that is not valid JSON-RPC,
   which the SDK logs with a quote of it.
+
+Below the HTTP server, on a raw socket (an HTTP server library sends its headers in one go):
+- `HeaderTricklingPeer(interval, count)`: `with HeaderTricklingPeer(...) as url:` reads one
+  request, then sends a status line and header bytes one at a time, one every `interval` seconds,
+  `count` of them, never ending the headers. `.closed` is set when it sees the client close the
+  connection, `.finished` when it sent them all.
 """
 
 from __future__ import annotations
 
 import json
+import select
+import socket
+import threading
 from typing import Any
 
 import anyio
@@ -127,3 +136,55 @@ class EchoPeer(_Peer):
         error = {"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32603, "message": f"refused {echoed}"}}
         await _start(send, 401 if self.mode == "401" else 200, b"application/json")
         await send({"type": "http.response.body", "body": json.dumps(error).encode()})
+
+
+class HeaderTricklingPeer:
+    def __init__(self, interval: float, count: int) -> None:
+        self.interval, self.count = interval, count
+        self.requests = 0
+        self.closed, self.finished = threading.Event(), threading.Event()
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(4)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self) -> str:
+        self._thread.start()
+        return f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._sock.close()
+        self._thread.join(5)
+
+    def _serve(self) -> None:
+        try:
+            connection, _ = self._sock.accept()
+        except OSError:
+            return
+        with connection:
+            received = b""
+            while b"\r\n\r\n" not in received:  # the request's head; its body is not needed
+                data = connection.recv(65536)
+                if not data:
+                    self.closed.set()
+                    return
+                received += data
+            self.requests += 1
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Trickle: "
+            try:
+                connection.sendall(head)
+                for _ in range(self.count):
+                    if self._stop.is_set():
+                        return
+                    connection.sendall(b"a")
+                    # Wait one interval, noticing a close from the other end meanwhile.
+                    readable, _, _ = select.select([connection], [], [], self.interval)
+                    if readable and not connection.recv(65536):
+                        self.closed.set()
+                        return
+            except OSError:
+                self.closed.set()
+                return
+            self.finished.set()

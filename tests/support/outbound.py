@@ -3,7 +3,8 @@
     with ConnectionCounter() as target: ...        # a loopback port that counts the TCP connections it gets
     resolver = DnsDouble(monkeypatch, {"mcp.rebind.test": ["93.184.216.34", "127.0.0.1"]})
                                                    # socket.getaddrinfo answers the first address once,
-                                                   # then the next one (a DNS rebinding), real DNS for others
+                                                   # then the next one (a DNS rebinding), real DNS for others;
+                                                   # an answer NO_ANSWER blocks the look-up until release()
     pki = TestPki(tmp_path); cert, key = pki.issue(dns=["mcp.example.test"])
     with TlsHttpServer(cert, key) as server: ...   # HTTPS on loopback, records SNI, Host and Cookie
     with_cookie(app, "session=abc", seen)         # an ASGI app that sets a cookie on every answer
@@ -29,6 +30,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 PUBLIC_ADDRESS = "93.184.216.34"  # a global address: the outbound check lets it through
+NO_ANSWER = object()  # a DnsDouble answer: the look-up hangs, as with a name server that never answers
+HANG_CEILING = 60.0  # a hung look-up gives up after this long even if the test never releases it
 
 
 class ConnectionCounter:
@@ -68,15 +71,21 @@ def closed_port() -> int:
 
 class DnsDouble:
     """`socket.getaddrinfo` for a few test names: each name gives its answers in turn (the last
-    one forever after); an answer is one address or a list of them. Other names go to the real
-    resolver."""
+    one forever after); an answer is one address, a list of them, or NO_ANSWER. Other names go to
+    the real resolver. A test that makes look-ups hang calls release() when it is done."""
 
     def __init__(self, monkeypatch, answers: dict[str, list]):
         self.answers = {name.lower(): list(queue) for name, queue in answers.items()}
         self.asked: list[str] = []
+        self.hanging = threading.Event()  # set once a look-up got NO_ANSWER
+        self._released = threading.Event()
         self._real = socket.getaddrinfo
         self._lock = threading.Lock()
         monkeypatch.setattr(socket, "getaddrinfo", self)
+
+    def release(self):
+        """End every hung look-up (as a resolver failure)."""
+        self._released.set()
 
     def __call__(self, host, port, family=0, type=0, proto=0, flags=0):
         name = (host.decode() if isinstance(host, bytes) else str(host or "")).lower().rstrip(".")
@@ -86,6 +95,10 @@ class DnsDouble:
             self.asked.append(name)
             queue = self.answers[name]
             answer = queue.pop(0) if len(queue) > 1 else queue[0]
+        if answer is NO_ANSWER:
+            self.hanging.set()
+            self._released.wait(HANG_CEILING)
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
         port = int(port or 0)
         return [
             (socket.AF_INET6, socket.SOCK_STREAM, 6, "", (address, port, 0, 0)) if ":" in address

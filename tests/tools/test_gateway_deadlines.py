@@ -14,7 +14,7 @@ from django.db import connection
 
 from tenants.models import ApprovedCommand
 from tests.support.faults import MODERN_DISCOVER
-from tests.support.hostile_peers import TricklingPeer
+from tests.support.hostile_peers import HeaderTricklingPeer, TricklingPeer
 from tests.support.mcp_apps import sse_app, streamable_app
 from tests.support.mcp_servers import serve_asgi
 from tests.support.slow_tool import build_slow_server
@@ -55,6 +55,20 @@ def test_it_ends_a_direct_call_whose_event_stream_trickles_at_the_deadline(alpha
         outcome = call(alpha)
     assert_timed_out(alpha, outcome)
     assert len(peer.calls) == 1
+
+
+def test_it_ends_a_direct_call_whose_server_trickles_its_header_bytes_at_the_deadline(alpha):
+    """G3: a server that sends its response head one byte at a time, each well within a read
+    timeout, never completes it: the call is one timeout (every socket wait gets only what is
+    left of the call's deadline), and the connection is closed long before the trickle ends."""
+    trickle = HeaderTricklingPeer(interval=0.05, count=int(CEILING / 0.05))
+    with trickle as url:
+        certified_tool(alpha, url, timeout=DEADLINE)
+        outcome = call(alpha)
+        assert trickle.closed.wait(CEILING)
+        assert not trickle.finished.is_set()
+    assert_timed_out(alpha, outcome)
+    assert trickle.requests == 1
 
 
 def test_it_ends_a_call_through_the_sdks_streamable_http_at_the_deadline(alpha):

@@ -11,7 +11,7 @@ from django.utils import translation
 from tests.support.faults import FaultyPeer
 from tests.support.mcp_servers import serve_asgi
 from tests.support.mutable_catalog import MutableCatalog
-from tests.support.outbound import PUBLIC_ADDRESS, ConnectionCounter, DnsDouble, closed_port, with_cookie
+from tests.support.outbound import NO_ANSWER, PUBLIC_ADDRESS, ConnectionCounter, DnsDouble, closed_port, with_cookie
 from tests.tools.contract_samples import good
 from tests.tools.gateway_support import certified_tool, context, ok_result
 from tools import mcp
@@ -146,3 +146,24 @@ def test_it_reaches_an_approved_private_host_without_the_global_switch(alpha, be
     assert len(peer.calls) == 1
     assert refused.outcome == "refused" and "operator" in refused.error
     assert version.number == 1
+
+
+@pytest.mark.parametrize("hangs", ["at-the-call-time-check", "at-connect-time"])
+def test_it_ends_a_call_whose_name_lookup_hangs_as_a_connect_error(alpha, monkeypatch, hangs):
+    """M2, G3: a name server that never answers, at the gateway's check or at the client's own
+    look-up when it connects: the call is a `connect_error` with the code `dns_timeout` within its
+    deadline (the look-up gets only what is left of it), and the server is never reached."""
+    peer = FaultyPeer([ok_result()])
+    with serve_asgi(peer.app()) as url:
+        port = url.rsplit(":", 1)[1]
+        answers = [NO_ANSWER] if hangs == "at-the-call-time-check" else ["127.0.0.1", NO_ANSWER]
+        resolver = DnsDouble(monkeypatch, {NAME: answers})
+        try:
+            certified_tool(alpha, f"http://{NAME}:{port}", timeout=1.0)
+            outcome = call(alpha)
+        finally:
+            resolver.release()
+    assert resolver.hanging.is_set()
+    assert (outcome.outcome, outcome.error_code) == ("connect_error", "dns_timeout"), (outcome.outcome, outcome.error)
+    assert "looking up its host name took too long" in outcome.error
+    assert peer.calls == []

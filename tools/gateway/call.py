@@ -38,7 +38,7 @@ from tools.mcp.log_redaction import secrets_in_scope
 from tools.mcp import stdio_pool
 from tools.mcp.meta import call_meta
 from tools.models import McpServer, Tool, ToolCall
-from tools.outbound import OutboundRefused, check_url
+from tools.outbound import LookupTimedOut, OutboundRefused, check_url
 from tools.rules.leaks import clean_text, configured_secrets
 from tools.services import server_target
 
@@ -60,6 +60,7 @@ KIND_OUTCOME = {
 MIN_RETRY_SECONDS = 0.05
 # How much of a server's (cleaned) result a call record keeps, in characters of JSON.
 RECORD_RESULT_CHARS = 20000
+_RECORD_JSON = json.JSONEncoder(ensure_ascii=False, default=str)  # built once, not per call
 
 
 @dataclass
@@ -223,8 +224,13 @@ def _send(tool, arguments, context, company_id):
     with translation.override("en"):
         try:
             if server.transport != McpServer.Transport.STDIO:
-                check_url(server.url)  # again at call time, on every path: DNS answers change (M2)
+                # Again at call time, on every path: DNS answers change (M2). The look-up has the
+                # call's deadline too.
+                check_url(server.url, timeout=route.deadline - time.monotonic())
             route.target = None if direct else server_target(server)
+        except LookupTimedOut:
+            params = {"url": safe_url(server.url), "method": f"tools/call {tool.name}"}
+            return _failed(outcome, ToolCall.Outcome.CONNECT_ERROR, LookupTimedOut.kind, params, route.secrets, tool), None
         except OutboundRefused as exc:
             params = {"url": safe_url(server.url), "detail": exc.message}
             return _failed(outcome, ToolCall.Outcome.REFUSED, "outbound_refused", params, route.secrets, tool), None
@@ -360,7 +366,7 @@ def bounded_result(result, limit: int = RECORD_RESULT_CHARS):
     the start of its JSON text (a record must not grow with whatever a server sends)."""
     if result is None:
         return None
-    text = json.dumps(result, ensure_ascii=False, default=str)
+    text = _RECORD_JSON.encode(result)
     if len(text) <= limit:
         return result
     return {"cut_at_chars": limit, "json_start": text[:limit]}

@@ -9,8 +9,9 @@ builder (`tools.mcp.meta`), the classification of failures and the redaction of 
 
 The answer may be JSON or an event stream (read with `httpx-sse`, which splits lines only where
 SSE does). The body is streamed: at most `max_bytes` are read, and the call's deadline is checked
-between chunks, so keep-alives cannot hold a call open past it (G3). Each network wait is also
-bounded by the time left. TLS is always verified.
+between chunks, so keep-alives cannot hold a call open past it (G3). Each network wait (the name
+lookup, the connect, every socket read and write, the response's header bytes included) is
+bounded by the time left (`total_deadline`). TLS is always verified.
 """
 
 import itertools
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 import httpx
 from httpx_sse import EventSource, SSEError
 
-from tenants.outbound_http import outbound_client
+from tenants.outbound_http import outbound_client, total_deadline
 from tools.mcp.bounds import BoundedStream, ByteBudget, DeadlinePassed, ResponseTooLarge
 from tools.mcp.errors import McpError, parse_retry_after, safe_url, secrets_of
 from tools.mcp.failures import http_status_error, peer_error, transport_failure
@@ -30,6 +31,7 @@ from tools.mcp.meta import PROTOCOL_VERSION, protocol_meta
 # A connection that cannot be made in this long will not be made in the rest of the deadline.
 CONNECT_TIMEOUT_SECONDS = 5.0
 _ids = itertools.count(1)  # process-wide: no two requests of this process share an id
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # built once, not per call
 # One keep-alive client for every server: it pools connections per host by itself, and the
 # headers and timeout of each server travel with each request. Every new connection is checked
 # against the current tenant's outbound rules and pinned to the checked address (M2); it keeps
@@ -46,8 +48,7 @@ class HttpAnswer:
 
 def build_body(request_id: int, name: str, arguments: dict, meta: dict) -> bytes:
     params = {"name": name, "arguments": arguments, "_meta": {**meta, **protocol_meta()}}
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params},
-                      ensure_ascii=False, separators=(",", ":")).encode()
+    return _COMPACT_JSON.encode({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}).encode()
 
 
 def call(*, url: str, headers: dict, name: str, arguments: dict, meta: dict, deadline: float, timeout: float,
@@ -68,7 +69,7 @@ def call(*, url: str, headers: dict, name: str, arguments: dict, meta: dict, dea
         "Mcp-Name": name,
     }
     try:
-        with _client.stream(
+        with total_deadline(deadline), _client.stream(
             "POST", url, content=build_body(request_id, name, arguments, meta), headers=request_headers,
             timeout=httpx.Timeout(remaining, connect=min(remaining, CONNECT_TIMEOUT_SECONDS)),
         ) as response:

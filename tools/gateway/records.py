@@ -323,10 +323,16 @@ def storable_text(value, limit: int) -> str:
     return value
 
 
+# Built once: json.dumps with any option builds a new encoder on every call.
+_STRICT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def storable_json(value) -> str:
     """`value` as JSON text jsonb accepts (no \\u0000, no lone surrogates, no NaN)."""
+    if not value and isinstance(value, list | dict):
+        return "[]" if isinstance(value, list) else "{}"  # most of a record's lists are empty
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _STRICT_JSON.encode(value)
         text.encode("utf-8")
     except (ValueError, TypeError, RecursionError, UnicodeEncodeError):
         text = json.dumps(_clean_json(value, 0), ensure_ascii=False, separators=(",", ":"))

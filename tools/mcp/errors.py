@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -44,6 +45,9 @@ MESSAGES = {
     "connect_refused": gettext_lazy("%(where)s could not be reached: the connection was refused. Nothing was sent."),
     "connect_timeout": gettext_lazy("%(where)s could not be reached: the connection attempt timed out. Nothing was sent."),
     "dns_failed": gettext_lazy("%(where)s could not be reached: its host name could not be resolved. Nothing was sent."),
+    "dns_timeout": gettext_lazy(
+        "%(where)s could not be reached: looking up its host name took too long. Nothing was sent."
+    ),
     "tls_unverified": gettext_lazy(
         "%(where)s could not be reached: its TLS certificate could not be verified. Nothing was sent."
     ),
@@ -174,6 +178,13 @@ def _where(params: Mapping[str, Any]) -> str:
 
 def safe_url(url: str | None) -> str:
     """The URL for a message: scheme, host, port and path only (userinfo and query can hold tokens)."""
+    if isinstance(url, str) and len(url) <= 2048:
+        return _safe_url(url)  # every call names its server's URL: parsed once per URL
+    return _safe_url.__wrapped__(url)
+
+
+@lru_cache(maxsize=1024)
+def _safe_url(url: str | None) -> str:
     if not url:
         return "(no url)"
     try:

@@ -2,10 +2,11 @@
 the SDK transports (httpx2) raise parallel exception classes, and the same failure must be the
 same `McpError` on both (kind, code, params), with the same secrets kept out.
 
-    connect     refused, timed out, unresolvable, TLS certificate that does not verify
-                (`tls_unverified`), refused by the platform's outbound rules at connect time
-                (`outbound_refused`: the client's network backend re-checks every address, M2);
-                those two are never worth a retry; anything else before sending
+    connect     refused, timed out, unresolvable, a name lookup that took too long
+                (`dns_timeout`), TLS certificate that does not verify (`tls_unverified`), refused
+                by the platform's outbound rules at connect time (`outbound_refused`: the
+                client's network backend re-checks every address, M2); those two are never
+                worth a retry; anything else before sending
     timeout     no answer within the deadline (read, write or pool wait)
     dropped     the connection broke after the request went out: it may have run
 """
@@ -21,7 +22,7 @@ import httpx
 import httpx2
 
 from tools.mcp.errors import McpError, redact, shorten
-from tools.outbound import OutboundRefused
+from tools.outbound import LookupTimedOut, OutboundRefused
 
 _CONNECT = (httpx.ConnectError, httpx2.ConnectError)
 _CONNECT_TIMEOUT = (httpx.ConnectTimeout, httpx2.ConnectTimeout)
@@ -59,6 +60,8 @@ def connect_reason(error: BaseException) -> tuple[str, str]:
     causes = list(_causes(error))
     refusal = next((cause for cause in causes if isinstance(cause, OutboundRefused)), None)
     if refusal is not None:
+        if refusal.kind == LookupTimedOut.kind:
+            return LookupTimedOut.kind, ""
         return "outbound_refused", shorten(str(refusal.message), 300)
     text = " ".join(str(cause) for cause in causes)
     if any(isinstance(cause, ssl.SSLCertVerificationError) for cause in causes) or "CERTIFICATE_VERIFY_FAILED" in text:

@@ -19,7 +19,8 @@ so both are hostile, and jsonschema's defaults trust them:
 
 `schema_problems(schema)` says what is wrong (empty when the schema is usable);
 `build_validator(schema)` returns a validator or raises `UnusableSchema`; `first_error` and
-`all_errors` check a value. The keywords that replace jsonschema's are in keywords.py. Pure
+`all_errors` check a value (a simple schema's valid values are accepted by quick_accept.py
+without jsonschema; anything else, and every error, is jsonschema's). The keywords that replace jsonschema's are in keywords.py. Pure
 functions: no network, no database.
 """
 
@@ -30,7 +31,7 @@ from functools import lru_cache
 from itertools import islice
 from urllib.parse import urljoin
 
-from jsonschema import Draft202012Validator, validators
+from jsonschema import Draft6Validator, Draft7Validator, Draft201909Validator, Draft202012Validator, validators
 from jsonschema.exceptions import best_match
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 from referencing import Registry, Resource
@@ -38,6 +39,7 @@ from referencing.exceptions import NoSuchResource, Unresolvable
 from referencing.jsonschema import specification_with
 
 from .keywords import SAFE_KEYWORDS, UnsafePattern, pattern_problem
+from .quick_accept import Accepts, quick_accept
 from .value_messages import reader_message
 
 # Problem kinds, each with one English sentence for records and logs; certification renders its
@@ -190,12 +192,32 @@ def schema_problems(schema) -> tuple[SchemaProblem, ...]:
     return _prepared(schema).problems
 
 
-def build_validator(schema):
+@dataclass(frozen=True)
+class Validator:
+    """A compiled schema: jsonschema's validator (`full`), and `accepts`, a plain check that
+    accepts most valid values of a simple schema without it (see quick_accept.py), or None."""
+
+    full: object
+    accepts: Accepts | None = None
+
+    def is_valid(self, instance) -> bool:
+        return (self.accepts is not None and self.accepts(instance)) or self.full.is_valid(instance)
+
+    def iter_errors(self, instance):
+        return self.full.iter_errors(instance)
+
+
+# Dialects whose keywords of the quick subset mean the same (an integer may be written 1.0).
+_QUICK_DIALECTS = (Draft202012Validator, Draft201909Validator, Draft7Validator, Draft6Validator)
+
+
+def build_validator(schema) -> Validator:
     """A validator for `schema` that never fetches and never backtracks, or UnusableSchema."""
     prepared = _prepared(schema)
     if prepared.problems:
         raise UnusableSchema(prepared.problems)
-    return _safe_class(prepared.cls)(prepared.schema, registry=_NO_RETRIEVAL)
+    accepts = quick_accept(prepared.schema) if prepared.cls in _QUICK_DIALECTS else None
+    return Validator(_safe_class(prepared.cls)(prepared.schema, registry=_NO_RETRIEVAL), accepts)
 
 
 def _prepared(schema) -> _Prepared:
