@@ -6,24 +6,22 @@ fair findings only, every tool that is not unsafe available at once. A call thro
 answers what a direct SDK call to the same server answers, and the admin's overlays made through
 the API survive the next sync. server-everything (npm) is covered in test_contract_overlays.py."""
 
-import json
 import subprocess
-import uuid
 
-import anyio
 import pytest
-from django.db import connection
 from django.utils import translation
-from mcp import Client, StdioServerParameters
 
-from tenants.models import ApprovedCommand
 from tests.support.mcp_servers import serve_asgi
 from tests.support.public_web import PublicWeb
+from tests.support.published_peers import (
+    assert_fair_first_sync,
+    assert_overlays_survive_sync,
+    direct_call,
+    gateway_call,
+    register,
+)
 from tests.support.python_peers import peer_argv, requires_python_peers
-from tools.gateway import CallContext, call_tool, flush_records
-from tools.models import McpServer, Tool, ToolCall
-from tools.selectors import SHARED_MIN_TOOLS
-from tools.tasks import server_sync
+from tools.models import ToolCall
 
 pytestmark = requires_python_peers
 
@@ -69,44 +67,6 @@ def peer_command(slug, repository=None):
     return peer_argv("mcp-server-git", "--repository", str(repository))
 
 
-def register(world, slug, argv):
-    """The operator approves the command; the tenant admin registers the server through the API;
-    the sync the API queued runs (the same task, here in the test's transaction)."""
-    connection.set_schema_to_public()
-    ApprovedCommand.objects.update_or_create(slug=slug, defaults={"executable": argv[0], "base_args": list(argv[1:])})
-    body = {"slug": slug, "transport": "stdio", "command": slug, "timeout_seconds": 20.0}
-    response = world.api().post("/api/v1/servers", json.dumps(body), content_type="application/json")
-    assert response.status_code == 201, response.content
-    assert "contract_mode" in response.json()
-    with world.schema():
-        assert server_sync(response.json()["id"])["status"] == "ok"
-        return McpServer.objects.get(slug=slug)
-
-
-def live_tools(world, server) -> dict[str, Tool]:
-    with world.schema():
-        tools = Tool.objects.select_related("server").prefetch_related("findings").filter(server=server, removed_in__isnull=True)
-        return {tool.name: tool for tool in tools}
-
-
-def gateway_call(world, name, arguments):
-    context = CallContext(channel="chat", idempotency_key=f"test-{uuid.uuid4().hex}", conversation_id="cnv_1")
-    with world.schema():
-        outcome = call_tool(name=name, arguments=arguments, context=context)
-        flush_records()
-        return outcome, ToolCall.objects.get(pk=outcome.record_id)
-
-
-def direct_call(argv, name, arguments) -> dict:
-    """The same server called with the SDK's own client, nothing of Asixto in between."""
-
-    async def call():
-        async with Client(StdioServerParameters(command=argv[0], args=list(argv[1:])), read_timeout_seconds=20) as client:
-            return await client.call_tool(name, arguments)
-
-    return anyio.run(call).model_dump(by_alias=True, exclude_none=True)
-
-
 @pytest.mark.parametrize("slug", ["time", "fetch", "git"])
 def test_the_first_sync_finds_only_the_fair_findings_and_every_safe_tool_is_available(alpha, slug, repository):
     """M3, M5, C1–C9, issue 8: compatible mode (none of them declares our `_meta`); the levels
@@ -114,34 +74,19 @@ def test_the_first_sync_finds_only_the_fair_findings_and_every_safe_tool_is_avai
     blocking finding, no "not idempotent" on a read tool; every tool is available at once, with
     a suggested verb; the warnings all tools share are server-level rows in the API (git)."""
     server = register(alpha, slug, peer_command(slug, repository))
-    assert server.contract_mode == McpServer.ContractMode.COMPATIBLE
     assert server.protocol_version == "2026-07-28" and not server.is_legacy
-    tools = live_tools(alpha, server)
-    assert {name: tool.level for name, tool in tools.items()} == LEVELS[slug]
-    for tool in tools.values():
-        blocking = [(f.rule, f.message_code) for f in tool.findings.all() if f.severity == "blocking"]
-        assert blocking == [], (tool.name, blocking)
-        assert tool.is_available_to_agents, tool.name
-        assert tool.definition["_meta"]["com.asixto/verb"]  # the suggestion, until the admin confirms it
-        assert tool.definition["inputSchema"]["additionalProperties"] is False  # closed by the gateway
-        if tool.level == "read":
-            assert "C9" not in {f.rule for f in tool.findings.all()}, tool.name
+    tools = assert_fair_first_sync(alpha, server, LEVELS[slug])
     if slug == "time":  # both names start with a verb ("convert" leads a name too)
         assert [f.rule for t in tools.values() for f in t.findings.all() if f.rule == "C1"] == []
-    if len(tools) >= SHARED_MIN_TOOLS:
-        connection.set_schema_to_public()
-        shared = alpha.api().get(f"/api/v1/servers/{server.pk}").json()["shared_findings"]
-        assert any(entry["rule"] == "C3" and entry["count"] == len(tools) for entry in shared), shared
 
 
 def test_mcp_server_time_answers_through_the_gateway_as_it_answers_a_direct_call(alpha):
     """G2, G6, C4, issue 8: a structured result (outputSchema) comes back as the server sent it;
     an unknown argument to its open schema never reaches the server."""
-    argv = peer_command("time")
-    register(alpha, "time", argv)
+    server = register(alpha, "time", peer_command("time"))
     arguments = {"source_timezone": "Europe/Madrid", "time": "12:00", "target_timezone": "America/New_York"}
     outcome, record = gateway_call(alpha, "time__convert_time", arguments)
-    direct = direct_call(argv, "convert_time", arguments)
+    direct = direct_call(alpha, server, "convert_time", arguments)
     assert outcome.ok, (outcome.outcome, outcome.error)
     assert outcome.structured == direct["structuredContent"]
     assert outcome.structured["target"]["timezone"] == "America/New_York" and record.outcome == "ok"
@@ -158,13 +103,12 @@ def test_mcp_server_fetch_answers_through_the_gateway_as_it_answers_a_direct_cal
     """G2, G6, C4, issue 8: a loopback page served by the test, fetched by the server itself (the
     server's own HTTP client, outside Asixto's outbound rules: the operator's --allow-private-ips
     is what lets it reach loopback); text results without outputSchema reach the model."""
-    argv = peer_command("fetch")
-    register(alpha, "fetch", argv)
+    server = register(alpha, "fetch", peer_command("fetch"))
     web = PublicWeb()
     with serve_asgi(web.app()) as url:
         arguments = {"url": f"{url}/page"}
         outcome, record = gateway_call(alpha, "fetch__fetch", arguments)
-        direct = direct_call(argv, "fetch", arguments)
+        direct = direct_call(alpha, server, "fetch", arguments)
     assert outcome.ok, (outcome.outcome, outcome.error)
     assert direct.get("isError") is not True
     assert outcome.model_text == direct["content"][0]["text"]
@@ -188,12 +132,11 @@ def test_mcp_server_git_answers_through_the_gateway_as_it_answers_a_direct_call(
     """G2, G6, issue 8: git_status and git_log on the repository the operator confined it to;
     a repository outside it is the server's plain-text error, which reaches the model and the
     record (compatible mode) instead of being lost."""
-    argv = peer_command("git", repository)
-    register(alpha, "git", argv)
+    server = register(alpha, "git", peer_command("git", repository))
     for name, arguments in (("git_status", {"repo_path": str(repository)}),
                             ("git_log", {"repo_path": str(repository), "max_count": 5})):
         outcome, record = gateway_call(alpha, f"git__{name}", arguments)
-        direct = direct_call(argv, name, arguments)
+        direct = direct_call(alpha, server, name, arguments)
         assert outcome.ok, (name, outcome.outcome, outcome.error)
         assert outcome.model_text == direct["content"][0]["text"], name
         assert record.outcome == "ok"
@@ -231,30 +174,4 @@ def test_the_admins_overlays_through_the_api_survive_the_next_sync(alpha, slug, 
     next sync all of it stands, certified on the effective definition."""
     server = register(alpha, slug, peer_command(slug, repository))
     name, changes = OVERLAYS[slug]
-    tools = live_tools(alpha, server)
-    connection.set_schema_to_public()
-    api = alpha.api()
-    response = api.patch(f"/api/v1/tools/{tools[name].pk}/overlay", json.dumps(changes), content_type="application/json")
-    assert response.status_code == 200, response.content
-    assert response.json()["certification"] == "certified"
-    accepted = api.post(f"/api/v1/servers/{server.pk}/accept-suggestions", "{}", content_type="application/json")
-    assert accepted.status_code == 200, accepted.content
-    if slug == "git":
-        raised = api.patch(f"/api/v1/tools/{tools['git_commit'].pk}/overlay", json.dumps({"level": "destructive"}),
-                           content_type="application/json")
-        assert raised.status_code == 200, raised.content
-    before = {tool.name: tool.overlay for tool in live_tools(alpha, server).values()}
-
-    with alpha.schema():
-        assert server_sync(str(server.pk))["status"] == "ok"
-    after = live_tools(alpha, server)
-    assert {tool.name: tool.overlay for tool in after.values()} == before
-    edited = after[name]
-    assert edited.definition["_meta"]["com.asixto/verb"] == changes["verb"]
-    assert edited.definition["description"] == changes["description"]
-    assert edited.server_definition["description"] != changes["description"]
-    for tool in after.values():
-        assert "com.asixto/suggested" not in tool.definition["_meta"], tool.name
-        assert tool.is_available_to_agents, tool.name
-    if slug == "git":
-        assert after["git_commit"].level == "destructive" and after["git_commit"].overlay["level_set_by"]
+    assert_overlays_survive_sync(alpha, server, name, changes, raised="git_commit" if slug == "git" else None)

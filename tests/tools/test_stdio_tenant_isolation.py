@@ -17,19 +17,10 @@ from django.db import connection
 from tenants.models import StdioAccount
 from tenants.stdio_commands import approved_command_create
 from tests.support.everything import NODE
+from tests.support.published_peers import FILESYSTEM, MEMORY, NODE_CEILING, requires_node_servers
 from tools import mcp
 from tools.servers import server_create, server_target
 
-REPO = Path(__file__).resolve().parents[2]
-PACKAGES = REPO / "node_modules" / "@modelcontextprotocol"
-MEMORY = (PACKAGES / "server-memory" / "dist" / "index.js").resolve()
-FILESYSTEM = (PACKAGES / "server-filesystem" / "dist" / "index.js").resolve()
-CEILING = 60.0  # per request: node starts slowly on a loaded machine
-
-requires_node_servers = pytest.mark.skipif(
-    NODE is None or not MEMORY.exists() or not FILESYSTEM.exists(),
-    reason="the pinned npm servers are not installed (run `npm ci` in the repo root; needs node)",
-)
 pytestmark = requires_node_servers
 
 
@@ -48,7 +39,7 @@ def approve_filesystem():
 
 def register(world, command, slug="memoria"):
     with world.schema():
-        return server_create(data={"slug": slug, "transport": "stdio", "command": command, "timeout_seconds": CEILING})
+        return server_create(data={"slug": slug, "transport": "stdio", "command": command, "timeout_seconds": NODE_CEILING})
 
 
 def call(world, server, name, arguments):
