@@ -7,7 +7,7 @@ runs as — the stdio fields of a `ServerTarget`.
   `McpServer.env_values`, secret ones from the encrypted `McpServer.env_secrets`. A tenant's
   value never replaces a fixed one.
 - `{workdir}` in the approved arguments and fixed values is the server's own directory,
-  `ASIXTO_STDIO_ROOT/<tenant schema>/<server id>`, made on the first launch that needs it,
+  `ASIXTO_STDIO_ROOT/<tenant schema>/server-<n>` (`n` its StdioAccount number), made on the first launch that needs it,
   mode 0700, and kept across launches (a memory file, a cache). Tenants' own values and extra
   arguments are taken literally.
 - User: when the platform runs as root and `ASIXTO_STDIO_UID_BASE` is set (the default), each
@@ -55,8 +55,9 @@ def launch_spec(*, server, command: ApprovedCommand) -> LaunchSpec:
     extra = tuple(server.args) if command.allow_extra_args else ()
     templated = [*command.base_args, *command.fixed_env.values()]
     uses_workdir = any(WORKDIR in str(value) for value in templated)
-    user = server_user(server) if _own_users() else None
-    workdir = prepare_workdir(workdir_path(server), user) if uses_workdir else None
+    account = stdio_account(server) if uses_workdir or _own_users() else None
+    user = server_user(account) if _own_users() else None
+    workdir = prepare_workdir(workdir_path(account), user) if uses_workdir else None
 
     def fill(value) -> str:
         return str(value).replace(WORKDIR, workdir) if workdir else str(value)
@@ -75,19 +76,27 @@ def _own_users() -> bool:
     return os.geteuid() == 0 and settings.ASIXTO_STDIO_UID_BASE is not None
 
 
-def server_user(server) -> tuple[int, int]:
-    """(uid, gid) of this tenant server's own: the base plus its stable number."""
+def stdio_account(server) -> StdioAccount:
+    """This tenant server's stable number, allocated on its first launch."""
     from tenants.selectors import current_tenant
 
     account, _created = StdioAccount.objects.get_or_create(tenant=current_tenant(), server_id=server.pk)
+    return account
+
+
+def server_user(account: StdioAccount) -> tuple[int, int]:
+    """(uid, gid) of this tenant server's own: the base plus its stable number."""
     uid = settings.ASIXTO_STDIO_UID_BASE + account.pk
     if uid > MAX_UID:
         raise ApplicationError(_("The platform has no user left for this server; tell the platform operator."))
     return uid, uid
 
 
-def workdir_path(server) -> Path:
-    return Path(settings.ASIXTO_STDIO_ROOT) / connection.schema_name / str(server.pk)
+def workdir_path(account: StdioAccount) -> Path:
+    """`<root>/<schema>/server-<n>`: named by the server's number, not its id, because servers
+    name their directory in answers (an allowed directory, a path written) and a UUID there reads
+    as an internal id leaked to the model (G7)."""
+    return Path(settings.ASIXTO_STDIO_ROOT) / connection.schema_name / f"server-{account.pk}"
 
 
 def prepare_workdir(path: Path, user: tuple[int, int] | None) -> str:

@@ -144,3 +144,17 @@ def test_the_admins_overlays_through_the_api_survive_the_next_sync(alpha, slug):
     server = register_npm(alpha, slug)
     name, changes = OVERLAYS[slug]
     assert_overlays_survive_sync(alpha, server, name, changes, raised=RAISED[slug])
+
+
+def test_the_servers_own_directory_in_an_answer_is_not_taken_for_a_leaked_id(alpha):
+    """G7, M3, issue 8: the private directory a filesystem server names in its answers is the
+    platform's own layout, not an internal id the server leaked: the model reads it as the server
+    wrote it, and no violation is recorded against the server."""
+    server = register_npm(alpha, "filesystem")
+    root = workdir(alpha, server)
+    for name, arguments in (("list_allowed_directories", {}),
+                            ("write_file", {"path": f"{root}/horario.txt", "content": "De 8 a 18"})):
+        outcome, record = gateway_call(alpha, f"filesystem__{name}", arguments)
+        assert outcome.ok, (name, outcome.outcome, outcome.error)
+        assert root in outcome.model_text and "[id removed]" not in outcome.model_text, outcome.model_text
+        assert record.violations == [], record.violations
