@@ -10,14 +10,12 @@ queued (once, whatever the number of turns asking meanwhile).
 """
 
 import hashlib
-import logging
 import pickle
 
 from django.core.cache import cache
 
-from runtime.routing.candidates import ToolCard, assemble, cached_index, embed_tools, keep_index
+from runtime.routing.candidates import CatalogIndex, ToolCard, assemble, cached_index, embed_tools, keep_index
 
-log = logging.getLogger(__name__)
 VECTORS_TTL = 30 * 24 * 3600  # a tool definition no catalog uses any more leaves after a month
 QUEUED_TTL = 300  # a queued build is not queued again for this long
 QUEUED_KEY = "routing-index-queued"
@@ -32,7 +30,7 @@ def _stored(cards: list[ToolCard]) -> dict[str, object]:
     return {key: pickle.loads(raw) for key, raw in found.items()}
 
 
-def ready_index(cards: list[ToolCard]) -> "CatalogIndex | None":  # noqa: F821
+def ready_index(cards: list[ToolCard]) -> CatalogIndex | None:
     """The index of `cards` if its vectors are ready; None (and a build queued) if not."""
     index = cached_index(cards)
     if index is not None:

@@ -6,6 +6,8 @@ that finds them missing proceeds unrouted at once instead of waiting."""
 import pytest
 from django.core.cache import cache
 
+from examples.soporte.desk import SupportDesk
+from examples.soporte.server import build_app
 from runtime.routing import encoder
 from runtime.routing.candidates import catalog_index
 from runtime.routing.gate import check
@@ -15,9 +17,6 @@ from runtime.tasks import routing_index_build
 from tests.runtime.runtime_support import register_soporte
 from tests.runtime.test_routing_check import CARDS, CASE, OPEN_CASE, SEARCH, conversation
 from tests.support.mcp_servers import serve_asgi
-
-from examples.soporte.desk import SupportDesk
-from examples.soporte.server import build_app
 
 
 def e5_calls_for(*texts):
