@@ -1,13 +1,14 @@
-"""R6: the cost of the cheap check per message, and of each of its parts, on a routing dataset.
+"""R6, P4: the cost of the cheap check per message, with its cascade and without, on a routing dataset.
 
     python bench/routing_check.py [DATASET.jsonl] [--catalog CATALOG.json] [--rounds 3]
 
 No database and no model call: the check is pure over the catalog index. Printed: the seconds to
-load both encoders and to build the index (once per catalog version per process), then the
-median milliseconds per message of, in the same run and interleaved item by item so both see
-the same load: `check` (everything), the USE encoding alone and the e5 encoding alone of the
-message. Their ratio tells the share of the second encoder in the check. The load average is
-printed beside the figures: this machine is shared, wall clock is noisy.
+load both encoders and to build the index (once per catalog version; in a worker, a task does it,
+runtime/routing/index_store.py), then the median and p90 milliseconds per message, interleaved
+item by item so all see the same load: `check` with the cascade (e5 only when the cheap signals
+are unsure), `check` reading e5 for every message, and the USE and e5 encodings alone. Also the
+share of messages the cascade sent to e5. The load average is printed beside the figures: this
+machine is shared, wall clock is noisy; compare ratios within one run.
 """
 
 import argparse
@@ -43,21 +44,29 @@ def main():
     loads = _ms(lambda: (encoder.embed(["hola"]), encoder.embed_e5(["hola"], query=True)))
     building = _ms(lambda: catalog_index(cards))
     index = catalog_index(cards)
-    check(index, items[0]["messages"])  # the small-talk phrases are embedded on the first check
-    times = {"check": [], "use": [], "e5": []}
+    check(index, items[0]["messages"], cascade=False)  # the small-talk phrases are embedded on the first check
+    times = {"cascade": [], "full": [], "use": [], "e5": []}
+    with_e5 = 0
     for _round in range(args.rounds):
         for item in items:
             text = item["messages"][-1]["content"]
-            times["check"].append(_ms(lambda: check(index, item["messages"])))
+            before = encoder.calls["e5"]
+            times["cascade"].append(_ms(lambda: check(index, item["messages"])))
+            with_e5 += encoder.calls["e5"] > before
+            times["full"].append(_ms(lambda: check(index, item["messages"], cascade=False)))
             times["use"].append(_ms(lambda: encoder.embed([text])))
             times["e5"].append(_ms(lambda: encoder.embed_e5([text], query=True)))
     median = {name: statistics.median(values) for name, values in times.items()}
+    p90 = {name: sorted(values)[int(0.9 * (len(values) - 1))] for name, values in times.items()}
     with open("/proc/loadavg") as handle:
         load = " ".join(handle.read().split()[:3])
     print(f"{len(items)} messages × {args.rounds} rounds, {len(cards)} tools; load average {load}")
     print(f"encoders loaded in {loads / 1000:.2f} s, index built in {building / 1000:.2f} s")
-    print(f"median ms per message: check {median['check']:.1f}, USE encoding {median['use']:.1f}, "
-          f"e5 encoding {median['e5']:.1f}; e5 / check = {median['e5'] / median['check']:.2f}")
+    print(f"check with the cascade: median {median['cascade']:.1f} ms, p90 {p90['cascade']:.1f} ms; "
+          f"e5 read for {with_e5 / (len(items) * args.rounds):.0%} of messages")
+    print(f"check reading e5 always: median {median['full']:.1f} ms, p90 {p90['full']:.1f} ms")
+    print(f"encodings alone: USE median {median['use']:.1f} ms, e5 median {median['e5']:.1f} ms; "
+          f"cascade / always = {median['cascade'] / median['full']:.2f}")
 
 
 if __name__ == "__main__":

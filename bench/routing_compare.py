@@ -152,6 +152,9 @@ def main():
         with tenant_context(tenant):
             version = catalog_sync(server=server_create(data={"slug": "bench", "transport": "streamable_http",
                                                              "url": f"{mcp_url}/mcp"}))
+            from runtime.routing.index_store import build_live
+
+            build_live()  # what the task queued by the sync does in a worker (no worker here)
             from runtime import selectors
 
             offered = len(selectors.offered_tools(channel="chat"))

@@ -25,11 +25,12 @@ sys.path.insert(0, str(ROOT))
 
 from runtime.routing.candidates import catalog_index  # noqa: E402
 from runtime.routing.evaluation import load_catalog, load_dataset  # noqa: E402
-from runtime.routing.gate import gate_features, read  # noqa: E402
+from runtime.routing.gate import _margin, cheap_features, cheap_scores, gate_features, read  # noqa: E402
 
 DEV = [("asixto_soporte_dev.jsonl", "asixto_soporte_catalog.json"), ("bfcl_sgd_dev.jsonl", "bfcl_sgd_catalog.json"),
        ("asixto_soporte_dev.jsonl", "examples.soporte")]
 L2, STEPS, RATE = 3.0, 4000, 0.1
+MAX_CASCADE_ERRORS = 0.01  # share of dev items the cheap gate may decide wrongly on its own
 
 
 def _cards(catalog: str):
@@ -41,14 +42,20 @@ def _cards(catalog: str):
 
 
 def features(dataset: str, catalog: str):
+    """Per dev item of `dataset` against `catalog`: the full gate's features, the cheap gate's,
+    whether a tool is expected, and whether the cheap ranking's top-1 is the expected tool."""
     cards = _cards(catalog)
     names = {card.name for card in cards}
     with open(ROOT / "datasets" / dataset, encoding="utf-8") as handle:
         lines = [line for line in handle if json.loads(line).get("expected") in names | {None}]
     items = load_dataset(lines, names)
     index = catalog_index(cards)
-    readings = read(index, [item["messages"][-1]["content"] for item in items])
-    return ([gate_features(r) for r in readings], [item["expected"] is not None for item in items])
+    readings = read(index, [item["messages"][-1]["content"] for item in items], cascade=False)
+    cheap_top = [index.cards[int(np.argmax(cheap_scores(r.signals)))].name for r in readings]
+    return ([gate_features(r) for r in readings], [cheap_features(r) for r in readings],
+            [item["expected"] is not None for item in items],
+            [top == item["expected"] for top, item in zip(cheap_top, items)],
+            [_margin(cheap_scores(r.signals)) for r in readings], [r.is_small_talk for r in readings])
 
 
 def fit(x: np.ndarray, y: np.ndarray, weight: np.ndarray):
@@ -64,18 +71,55 @@ def fit(x: np.ndarray, y: np.ndarray, weight: np.ndarray):
     return coefficients, b - float((w * mean / scale).sum())
 
 
+def _probabilities(x, coefficients, bias):
+    return 1 / (1 + np.exp(-(x @ coefficients + bias)))
+
+
+def cascade_band(p, y, right, margin, talk, budget_share=None):
+    """The widest band of the cheap gate where it decides alone with at most MAX_CASCADE_ERRORS of
+    the dev items decided wrongly by it (no tool below `low`; a tool, ranked right, above `high`
+    with `margin`). The rest goes to e5."""
+    budget = (MAX_CASCADE_ERRORS if budget_share is None else budget_share) * len(y)
+    best = (0.0, 1.0, 99.0, 0)
+    for low in np.arange(0.0, 0.5, 0.01):
+        no = (p <= low) & ~talk
+        errors_low = int((no & (y == 1)).sum())
+        if errors_low > budget / 2:
+            break
+        for high in np.arange(0.99, 0.5, -0.01):
+            for m in (0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0):
+                yes = (p >= high) & (margin >= m) & ~no & ~talk
+                errors = errors_low + int((yes & ((y == 0) | ~right)).sum())
+                settled = int((no | yes | talk).sum())
+                if errors <= budget and settled > best[3]:
+                    best = (float(low), float(high), m, settled)
+    return best
+
+
 def main():
-    xs, ys, weights = [], [], []
+    xs, cheap, ys, weights, rights, margins, talks = [], [], [], [], [], [], []
     for dataset, catalog in DEV:
-        x, y = features(dataset, catalog)
+        x, xc, y, right, margin, talk = features(dataset, catalog)
         y = np.array(y, dtype=float)
         # Balanced within each set (tool vs none), and each set counts as much as the other.
         per_class = np.where(y == 1, 0.5 / y.sum(), 0.5 / (len(y) - y.sum()))
-        xs.append(np.array(x)), ys.append(y), weights.append(per_class)
-    x, y, weight = np.vstack(xs), np.concatenate(ys), np.concatenate(weights)
+        xs.append(np.array(x)), cheap.append(np.array(xc)), ys.append(y), weights.append(per_class)
+        rights.append(np.array(right)), margins.append(np.array(margin)), talks.append(np.array(talk))
+    x, xc, y, weight = np.vstack(xs), np.vstack(cheap), np.concatenate(ys), np.concatenate(weights)
     coefficients, bias = fit(x, y, weight * len(y) / weight.sum())
     print("GATE_COEFFICIENTS = (" + ", ".join(f"{c:.4f}" for c in coefficients) + ")")
     print(f"GATE_BIAS = {bias:.4f}")
+    cheap_coefficients, cheap_bias = fit(xc, y, weight * len(y) / weight.sum())
+    print("CHEAP_COEFFICIENTS = (" + ", ".join(f"{c:.4f}" for c in cheap_coefficients) + ")")
+    print(f"CHEAP_BIAS = {cheap_bias:.4f}")
+    p = _probabilities(xc, cheap_coefficients, cheap_bias)
+    low, high, margin, settled = cascade_band(p, y, np.concatenate(rights), np.concatenate(margins),
+                                              np.concatenate(talks))
+    print(f"CASCADE_LOW, CASCADE_HIGH, CASCADE_MARGIN = {low:.2f}, {high:.2f}, {margin}")
+    print(f"# settled without e5: {settled} of {len(y)} dev messages")
+    for share in (0.005, 0.015, 0.02, 0.03):  # the trade-off, for the record
+        *band, settled = cascade_band(p, y, np.concatenate(rights), np.concatenate(margins), np.concatenate(talks), share)
+        print(f"# with {share:.1%} errors allowed: band {band}, {settled} of {len(y)} settled")
 
 
 if __name__ == "__main__":

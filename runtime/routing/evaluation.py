@@ -11,10 +11,12 @@ first use), milliseconds per message checked (wall clock: noisy on a shared mach
 """
 
 import json
+import statistics
 import time
 from collections import defaultdict
 from dataclasses import dataclass
 
+from runtime.routing import encoder
 from runtime.routing.candidates import ToolCard, catalog_index
 from runtime.routing.gate import check
 
@@ -89,14 +91,16 @@ def evaluate(cards: list[ToolCard], items: list[dict]) -> dict:
     started = time.perf_counter()
     index = catalog_index(cards)
     index_seconds = time.perf_counter() - started
-    checking = 0.0
+    checking, with_e5, times = 0.0, 0, []
     overall, by_lang, by_style = Tally(), defaultdict(Tally), defaultdict(Tally)
     confusion = {"tool": {"tool": 0, "none": 0}, "none": {"tool": 0, "none": 0}}
     misses = []
     for item in items:
-        started = time.perf_counter()
+        started, e5_calls = time.perf_counter(), encoder.calls["e5"]
         result = check(index, item["messages"])
-        checking += time.perf_counter() - started
+        times.append(time.perf_counter() - started)
+        checking += times[-1]
+        with_e5 += encoder.calls["e5"] > e5_calls
         expected = item["expected"]
         for tally in (overall, by_lang[item["lang"]], by_style[item["style"]]):
             tally.add(expected, result)
@@ -106,5 +110,8 @@ def evaluate(cards: list[ToolCard], items: list[dict]) -> dict:
                            "candidates": [name for name, _s in result.candidates], "reason": result.reason})
     return {**overall.figures(), "confusion": confusion, "index_seconds": round(index_seconds, 2),
             "ms_per_message": round(1000 * checking / max(len(items), 1), 1),
+            "ms_median": round(1000 * statistics.median(times), 1) if times else 0.0,
+            "ms_p90": round(1000 * sorted(times)[int(0.9 * (len(times) - 1))], 1) if times else 0.0,
+            "e5_share": round(with_e5 / len(items), 4) if items else None,
             "by_lang": {k: v.figures() for k, v in sorted(by_lang.items())},
             "by_style": {k: v.figures() for k, v in sorted(by_style.items())}, "misses": misses}

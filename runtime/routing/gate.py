@@ -13,6 +13,11 @@ the message (its best tool's score and margin, the encoders' best cosines, word 
 close it is to small talk, its length), fitted on the development halves of the datasets only
 by `datasets/fit_gate.py` and kept here as constants.
 
+A cascade keeps ordinary messages cheap (P4): the cheap signals (USE, stems, verb kinds) are read
+first, and a cheap gate (the same regression without e5's features) decides alone when it is sure —
+small talk, a probability below CASCADE_LOW, or above CASCADE_HIGH with a clear top-1/top-2 margin;
+only the others pay for e5 (about 35–75 ms a message here) and get the full gate.
+
 The conversation counts: a message that only makes sense with the previous ones ("¿y en rojo?",
 "el 12345", "sí, por favor" after the agent offered to do something) is ranked together with
 the previous request (and a little of the agent's reply), and needs a tool if either does.
@@ -28,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from runtime.routing import encoder
-from runtime.routing.candidates import CatalogIndex, Signals, signals
+from runtime.routing.candidates import CatalogIndex, Signals, signals, with_e5
 from runtime.routing.words import fold, normalise, stems
 
 MAX_CANDIDATES = 3
@@ -42,6 +47,12 @@ SMALL_TALK_SIMILARITY = 0.78  # this close to a small-talk phrase, with no tool 
 GATE_COEFFICIENTS = (1.5807, 2.5160, 32.7940, 14.2613, 2.9759, -3.8435, 0.3646, 2.1075, -5.4632, -8.3617, -2.0308, 0.9653)
 GATE_BIAS = -37.3651
 GATE_THRESHOLD = 0.5
+# The cascade's cheap gate (no e5 feature, same fit), and the band where it decides alone: below
+# CASCADE_LOW no tool; above CASCADE_HIGH with a top-1/top-2 margin of CASCADE_MARGIN a tool, ranked
+# without e5. In between, e5 is read. Fitted by datasets/fit_gate.py on the dev halves only.
+CHEAP_COEFFICIENTS = (2.7624, 3.1972, 6.0587, -3.1341, 0.3991, 2.1071, -4.9305, -2.8958, 1.6294)
+CHEAP_BIAS = -0.3579
+CASCADE_LOW, CASCADE_HIGH, CASCADE_MARGIN = 0.07, 0.84, 0.2
 FOLLOW_UP_THRESHOLD = 0.5  # a follow-up inherits a request this likely
 
 SMALL_TALK = [
@@ -74,24 +85,28 @@ class GateResult:
         return self.candidates[0][0] if self.candidates else None
 
 
-_small_talk = None
+_small_talk = {}
 
 
-def _small_talk_vectors():
-    global _small_talk
-    if _small_talk is None:
-        _small_talk = encoder.embed(SMALL_TALK), encoder.embed_e5(SMALL_TALK, query=True)
-    return _small_talk
+def _small_talk_vectors(which: str) -> np.ndarray:
+    if which not in _small_talk:
+        _small_talk[which] = encoder.embed(SMALL_TALK) if which == "use" else encoder.embed_e5(SMALL_TALK, query=True)
+    return _small_talk[which]
 
 
 @dataclass
 class Reading:
-    """One message of the conversation as the check reads it."""
+    """One message of the conversation as the check reads it: with the cheap signals only, or
+    with e5's too (`full`) when the cheap ones were not sure."""
 
     plain: str
     signals: Signals
     scores: np.ndarray  # per tool
-    small_talk: tuple[float, float]  # best cosine with a small-talk phrase: USE, e5
+    small_talk: tuple[float, float | None]  # best cosine with a small-talk phrase: USE, e5 (None: not read)
+
+    @property
+    def full(self) -> bool:
+        return self.signals.full
 
     @property
     def words(self) -> int:
@@ -105,42 +120,90 @@ class Reading:
     def is_small_talk(self) -> bool:
         return self.small_talk[0] >= SMALL_TALK_SIMILARITY and self.signals.lexical.max() == 0 and not self.only_data
 
+    @property
+    def settled(self) -> bool:
+        """The cheap signals are sure enough: e5 would not change the decision (fitted on dev)."""
+        if self.is_small_talk:
+            return True
+        probability = tool_probability(self)
+        if probability <= CASCADE_LOW:
+            return True
+        return probability >= CASCADE_HIGH and _margin(self.scores) >= CASCADE_MARGIN
+
+
+def cheap_scores(s: Signals) -> np.ndarray:
+    return W_ABOUT * s.about + W_ASKS * s.asks + W_LEX * np.minimum(s.lexical, LEX_CAP) + W_KIND * s.kind
+
 
 def tool_scores(s: Signals) -> np.ndarray:
-    return (W_ABOUT * s.about + W_ASKS * s.asks + W_ABOUT_E5 * s.about_e5 + W_INPUTS_E5 * s.inputs_e5
-            + W_ASKS_E5 * s.asks_e5 + W_LEX * np.minimum(s.lexical, LEX_CAP) + W_KIND * s.kind)
+    if not s.full:
+        return cheap_scores(s)
+    return cheap_scores(s) + W_ABOUT_E5 * s.about_e5 + W_INPUTS_E5 * s.inputs_e5 + W_ASKS_E5 * s.asks_e5
 
 
-def read(index: CatalogIndex, texts: list[str]) -> list[Reading | None]:
-    """Each text read against the index (None for a text with no words); encoders called once for all."""
+def read(index: CatalogIndex, texts: list[str], *, cascade: bool = True) -> list[Reading | None]:
+    """Each text read against the index (None for a text with no words). The cascade: USE and
+    words first, for all texts in one call; e5 (the costly encoder) only for the texts the
+    cheap signals are not sure about, again in one call. `cascade=False` reads all with e5."""
     plain = [normalise(text) for text in texts]
     present = [p for p in plain if p]
     if not present:
         return [None] * len(texts)
-    use, e5 = encoder.embed(present), encoder.embed_e5(present, query=True)
-    talk_use, talk_e5 = _small_talk_vectors()
+    use = encoder.embed(present)
+    talk_use = _small_talk_vectors("use")
     readings = []
     for n, p in enumerate(present):
-        found = signals(index, p, use[n], e5[n])
-        readings.append(Reading(p, found, tool_scores(found), (float((talk_use @ use[n]).max()),
-                                                                float((talk_e5 @ e5[n]).max()))))
+        found = signals(index, p, use[n])
+        readings.append(Reading(p, found, tool_scores(found), (float((talk_use @ use[n]).max()), None)))
+    complete(index, readings, [n for n, reading in enumerate(readings) if not cascade or not reading.settled])
     found = iter(readings)
     return [next(found) if p else None for p in plain]
 
 
-def gate_features(reading: Reading) -> list[float]:
-    """What the gate weighs, in the order of GATE_COEFFICIENTS."""
-    s, scores = reading.signals, reading.scores
+def complete(index: CatalogIndex, readings: list[Reading | None], which: list[int]) -> None:
+    """Reads e5 for `readings[n]`, n in `which` (those not read with it yet), in one encoder call."""
+    which = [n for n in which if readings[n] is not None and not readings[n].full]
+    if not which:
+        return
+    e5 = encoder.embed_e5([readings[n].plain for n in which], query=True)
+    talk_e5 = _small_talk_vectors("e5")
+    for row, n in enumerate(which):
+        found = with_e5(index, readings[n].signals, e5[row])
+        readings[n] = Reading(readings[n].plain, found, tool_scores(found),
+                              (readings[n].small_talk[0], float((talk_e5 @ e5[row]).max())))
+
+
+def _margin(scores: np.ndarray) -> float:
     top = np.sort(scores)[::-1]
-    margin = float(top[0] - top[1]) if len(top) > 1 else 1.0
-    return [float(top[0]), margin, float(s.about_e5.max()), float(s.asks_e5.max()), float(s.about.max()),
+    return float(top[0] - top[1]) if len(top) > 1 else 1.0
+
+
+def cheap_features(reading: Reading) -> list[float]:
+    """What the cheap gate weighs (no e5), in the order of CHEAP_COEFFICIENTS."""
+    s, scores = reading.signals, cheap_scores(reading.signals)
+    return [float(scores.max()), _margin(scores), float(s.about.max()), float(s.asks.max()),
+            min(float(s.lexical.max()), LEX_CAP) / LEX_CAP, float(s.kind.max() > 0), reading.small_talk[0],
+            min(reading.words, 6) / 6, float(reading.only_data)]
+
+
+def gate_features(reading: Reading) -> list[float]:
+    """What the full gate weighs, in the order of GATE_COEFFICIENTS (a `full` reading)."""
+    s, scores = reading.signals, reading.scores
+    return [float(scores.max()), _margin(scores), float(s.about_e5.max()), float(s.asks_e5.max()), float(s.about.max()),
             float(s.asks.max()), min(float(s.lexical.max()), LEX_CAP) / LEX_CAP, float(s.kind.max() > 0),
             reading.small_talk[0], reading.small_talk[1], min(reading.words, 6) / 6, float(reading.only_data)]
 
 
-def tool_probability(reading: Reading) -> float:
-    z = GATE_BIAS + sum(c * f for c, f in zip(GATE_COEFFICIENTS, gate_features(reading)))
+def _logistic(bias: float, coefficients, features) -> float:
+    z = bias + sum(c * f for c, f in zip(coefficients, features))
     return 1 / (1 + math.exp(-max(min(z, 50.0), -50.0)))
+
+
+def tool_probability(reading: Reading) -> float:
+    """P(needs a tool): by the full gate when e5 was read, else by the cheap one."""
+    if reading.full:
+        return _logistic(GATE_BIAS, GATE_COEFFICIENTS, gate_features(reading))
+    return _logistic(CHEAP_BIAS, CHEAP_COEFFICIENTS, cheap_features(reading))
 
 
 def _ranked(index: CatalogIndex, scores: np.ndarray) -> list[tuple[str, float]]:
@@ -159,8 +222,9 @@ def _leans(reading: Reading) -> bool:
     return bool(_LEANS.match(reading.plain)) or reading.only_data or reading.words <= 2
 
 
-def check(index: CatalogIndex, messages: list[dict]) -> GateResult:
-    """Route the last message of `messages` ([{"role": "user" | "assistant", "content": …}, …])."""
+def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) -> GateResult:
+    """Route the last message of `messages` ([{"role": "user" | "assistant", "content": …}, …]).
+    `cascade=False` reads every message with e5 (the bench compares both)."""
     if not len(index) or not messages:
         return GateResult(False, reason="no tools" if not len(index) else "no message")
     text = str(messages[-1].get("content") or "")
@@ -168,12 +232,12 @@ def check(index: CatalogIndex, messages: list[dict]) -> GateResult:
         return GateResult(False, reason="empty")
     previous_customer = _last(messages, "user", len(messages) - 1)
     previous_agent = _last(messages, "assistant", len(messages) - 1)
-    (current,) = read(index, [text])
+    (current,) = read(index, [text], cascade=cascade)
     ranked = _ranked(index, current.scores)
     # "Sí, por favor" to the agent's "¿Quieres que abra un caso?": the agent's offer is the subject.
     agrees = bool(_YES.match(fold(text).strip(" ¿?¡!"))) and previous_agent.rstrip().endswith("?") and current.words <= 3
     if agrees:
-        (offer,) = read(index, [previous_agent])
+        (offer,) = read(index, [previous_agent], cascade=cascade)
         if offer is not None:
             ranked = _ranked(index, offer.scores)
             if tool_probability(offer) >= FOLLOW_UP_THRESHOLD:
@@ -184,7 +248,11 @@ def check(index: CatalogIndex, messages: list[dict]) -> GateResult:
     probability = tool_probability(current)
     # The conversation: does this message lean on a previous request?
     if _leans(current) and (previous_customer or previous_agent):
-        request, reply = read(index, [previous_customer, previous_agent])
+        # A message that leans on others is unsure by nature: all three are read with e5 too.
+        readings = [current, *read(index, [previous_customer, previous_agent], cascade=False)]
+        complete(index, readings, [0])
+        current, request, reply = readings
+        probability, ranked = tool_probability(current), _ranked(index, current.scores)
         combined = current.scores.copy()
         inherited = 0.0
         if request is not None:

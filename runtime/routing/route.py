@@ -10,9 +10,10 @@ instead of asking again (R10).
 from dataclasses import dataclass
 
 from runtime.model_client import Endpoint
-from runtime.routing.candidates import ToolCard, catalog_index
+from runtime.routing.candidates import ToolCard
 from runtime.routing.compose import compose_instruction
 from runtime.routing.gate import check
+from runtime.routing.index_store import ready_index
 from runtime.routing.router import Facts, ask_router
 
 
@@ -34,7 +35,10 @@ class Route:
 
 def route_message(*, cards: list[ToolCard], conversation: list[dict], endpoint: Endpoint) -> tuple[Route | None, dict]:
     """`conversation`: [{"role": "user" | "assistant", "content"}…], the message to route last."""
-    gate = check(catalog_index(cards), conversation)
+    index = ready_index(cards)
+    if index is None:  # its vectors are being built (a task): this turn does not wait for them
+        return None, {"gate": {"needs_tool": False, "reason": "index not ready", "candidates": []}}
+    gate = check(index, conversation)
     record = {"gate": {"needs_tool": gate.needs_tool, "reason": gate.reason, "candidates": gate.candidates}}
     if not gate.needs_tool:
         return None, record

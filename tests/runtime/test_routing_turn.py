@@ -8,6 +8,7 @@ import pytest
 from examples.soporte.desk import SupportDesk
 from examples.soporte.server import build_app
 from runtime.models import Turn, TurnStep
+from runtime.routing.index_store import build_live
 from tests.runtime.runtime_support import agent, post, recording_app, register_soporte, run, tool_calls_seen
 from tests.support.mcp_servers import serve_asgi
 from tests.support.model_server import ScriptedModel, call, say, status
@@ -29,6 +30,8 @@ def soporte(alpha):
     desk, log = SupportDesk(), []
     with serve_asgi(recording_app(build_app(desk), log)) as url:
         register_soporte(alpha, url)
+        with alpha.schema():
+            build_live()  # what the task queued by the sync does (runtime/routing/index_store.py)
         yield desk, log
 
 

@@ -1,0 +1,82 @@
+"""The catalog index off the turn path (R6, P4): embedding a catalog takes seconds, so no turn
+waits for it.
+
+The costly part of an index, each tool's vectors (`candidates.ToolVectors`), depends on the tool
+alone, so it is stored once per tool definition in the shared cache (Redis; keys carry the
+tenant schema) by `routing_index_build`, a Celery task queued when a sync stores a new catalog
+version. A turn asks `ready_index(cards)`: the index from process memory, else assembled from
+the stored vectors (milliseconds), else None — the turn then proceeds unrouted, and the build is
+queued (once, whatever the number of turns asking meanwhile).
+"""
+
+import hashlib
+import pickle
+
+from django.core.cache import cache
+
+from runtime.routing.candidates import CatalogIndex, ToolCard, assemble, cached_index, embed_tools, keep_index
+
+VECTORS_TTL = 30 * 24 * 3600  # a tool definition no catalog uses any more leaves after a month
+QUEUED_TTL = 300  # a queued build is not queued again for this long
+QUEUED_KEY = "routing-index-queued"
+
+
+def _key(card: ToolCard) -> str:
+    return "routing-tool:v1:" + hashlib.sha256(f"{card.name}\0{card.digest}".encode()).hexdigest()
+
+
+def _stored(cards: list[ToolCard]) -> dict[str, object]:
+    found = cache.get_many([_key(card) for card in cards])
+    return {key: pickle.loads(raw) for key, raw in found.items()}
+
+
+def ready_index(cards: list[ToolCard]) -> CatalogIndex | None:
+    """The index of `cards` if its vectors are ready; None (and a build queued) if not."""
+    index = cached_index(cards)
+    if index is not None:
+        return index
+    stored = _stored(cards)
+    if len(stored) < len({_key(card) for card in cards}):
+        _queue_build()
+        return None
+    return keep_index(cards, assemble(cards, [stored[_key(card)] for card in cards]))
+
+
+def store_vectors(cards: list[ToolCard]) -> int:
+    """Embeds and stores the vectors of the cards not stored yet; returns how many it embedded."""
+    stored = _stored(cards)
+    missing = list({_key(card): card for card in cards if _key(card) not in stored}.values())
+    vectors = embed_tools(missing)
+    cache.set_many({_key(card): pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL) for card, v in zip(missing, vectors)},
+                   timeout=VECTORS_TTL)
+    return len(missing)
+
+
+def live_cards() -> list[ToolCard]:
+    """Every live tool of the current tenant, as a turn's catalog names it."""
+    from tools.models import Tool
+
+    tools = Tool.objects.filter(removed_in__isnull=True).only("definition", "definition_hash", "prefixed_name")
+    return [ToolCard.from_definition(tool.definition, name=tool.prefixed_name, digest=tool.definition_hash)
+            for tool in tools]
+
+
+def build_live() -> int:
+    """The task's work: vectors for every live tool of the current tenant."""
+    return store_vectors(live_cards())
+
+
+def _queue_build() -> None:
+    from runtime.tasks import routing_index_build
+
+    if cache.add(QUEUED_KEY, 1, timeout=QUEUED_TTL):
+        routing_index_build.delay()
+
+
+def queue_build_after_commit() -> None:
+    """For the sync: the new catalog version's vectors, built once its transaction commits."""
+    from django.db import transaction
+
+    from runtime.tasks import routing_index_build
+
+    transaction.on_commit(routing_index_build.delay, robust=True)

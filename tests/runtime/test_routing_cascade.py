@@ -1,0 +1,76 @@
+"""The cheap check's cascade and its index off the turn path (R6, P4): a clear-cut message is
+decided by the cheap signals (USE, stems, verb kinds) without the costly e5 encoder; an unsure
+one reads e5 too. The catalog's vectors are built by a Celery task queued after a sync; a turn
+that finds them missing proceeds unrouted at once instead of waiting."""
+
+import pytest
+from django.core.cache import cache
+
+from examples.soporte.desk import SupportDesk
+from examples.soporte.server import build_app
+from runtime.routing import encoder
+from runtime.routing.candidates import catalog_index
+from runtime.routing.gate import check
+from runtime.routing.index_store import QUEUED_KEY, _key, live_cards, ready_index
+from runtime.routing.route import route_message
+from runtime.tasks import routing_index_build
+from tests.runtime.runtime_support import register_soporte
+from tests.runtime.test_routing_check import CARDS, CASE, OPEN_CASE, SEARCH, conversation
+from tests.support.mcp_servers import serve_asgi
+
+
+def e5_calls_for(*texts):
+    index = catalog_index(CARDS)
+    check(index, conversation("necesito ayuda con algo"))  # loads both encoders and the small-talk phrases
+    before = encoder.calls["e5"]
+    result = check(index, conversation(*texts))
+    return encoder.calls["e5"] - before, result
+
+
+@pytest.mark.parametrize("text, tool", [("Hola, buenas tardes", None), ("¿tienen routers disponibles?", SEARCH),
+                                        ("quiero abrir un caso, mi lavadora no enciende", OPEN_CASE),
+                                        ("cuál es el estado de mi caso 12345", CASE)])
+def test_a_clear_cut_message_does_not_read_e5(text, tool):
+    """R6, P4: small talk and a plain request are decided by the cheap signals alone."""
+    calls, result = e5_calls_for(text)
+    assert calls == 0
+    assert result.needs_tool == (tool is not None)
+    if tool:
+        assert result.best == tool
+
+
+@pytest.mark.parametrize("texts", [("necesito ayuda con algo",), ("¿Cuál es la capital de Francia?",),
+                                   ("busco un router", "Tenemos 2. ¿Algo más?", "¿y en rojo?")])
+def test_an_unsure_message_reads_e5(texts):
+    """R6: a message the cheap gate is not sure about, or one that leans on the previous ones, reads e5."""
+    calls, _result = e5_calls_for(*texts)
+    assert calls >= 1
+
+
+@pytest.fixture
+def soporte_synced(alpha):
+    with serve_asgi(build_app(SupportDesk())) as url:
+        register_soporte(alpha, url)
+        with alpha.schema():
+            cache.delete_many([_key(card) for card in live_cards()] + [QUEUED_KEY])
+        yield alpha
+
+
+def test_a_turn_does_not_wait_for_the_index_and_the_task_builds_it(soporte_synced):
+    """R6, P4: without the catalog's vectors the message goes unrouted at once (no encoder call)
+    and a build is queued once; after the task, the same message is checked against the index."""
+    with soporte_synced.schema():
+        cards = live_cards()
+        before = dict(encoder.calls)
+        route, record = route_message(cards=cards, conversation=[{"role": "user", "content": "busco un router"}],
+                                      endpoint=None)
+        assert route is None and record["gate"]["reason"] == "index not ready"
+        assert encoder.calls == before
+        assert cache.get(QUEUED_KEY) is not None  # the build was queued, and will not be queued again meanwhile
+        assert ready_index(cards) is None
+
+        routing_index_build()
+        index = ready_index(cards)
+        assert index is not None and [card.name for card in index.cards] == [card.name for card in cards]
+        assert check(index, [{"role": "user", "content": "¿tienen routers disponibles?"}]).best == "soporte__buscar_producto"
+        assert cache.get(QUEUED_KEY) is None
