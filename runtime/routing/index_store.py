@@ -74,8 +74,13 @@ def _queue_build() -> None:
 
 
 def queue_build_after_commit() -> None:
-    """For the sync: the new catalog version's vectors, built once its transaction commits."""
+    """For the sync: the new catalog version's vectors, built once its transaction commits (not
+    at all where routing is off: nothing would read them)."""
+    from django.conf import settings
     from django.db import transaction
+
+    if not settings.ASIXTO_ROUTING:
+        return
 
     from runtime.tasks import routing_index_build
 
