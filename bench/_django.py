@@ -21,6 +21,10 @@ def setup(database=None):
     os.environ["DATABASE_URL"] = base.rsplit("/", 1)[0] + "/" + database
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "asixto.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
+    # The example stdio server runs with the venv's Python, which a machine may keep where an
+    # unprivileged user cannot read it (/root): as in the tests, children keep the bench's user.
+    os.environ.setdefault("ASIXTO_STDIO_USER", "")
+    os.environ.setdefault("ASIXTO_STDIO_UID_BASE", "")
     import django
     from django.core.management import call_command
 
