@@ -64,7 +64,7 @@ def _launch_recently(server: McpServer):
     settings_hash = hashlib.sha256(
         json.dumps([server.args, server.env_values, server.env_secrets], sort_keys=True, default=str).encode()
     ).hexdigest()
-    key = (connection.schema_name, server.pk, id(command), settings_hash)
+    key = (connection.schema_name, server.pk, settings_hash)  # the approval: re-read above, at most as old
     known = _launches.get(key)
     if known is not None and time.monotonic() - known[0] < APPROVAL_REVALIDATE_SECONDS:
         return known[1]
