@@ -1,11 +1,17 @@
 """Keep the gateway's tool cache honest: any saved or deleted tool or server changes the
-tenant's catalog generation (bulk writes in the services call `catalog_changed` themselves)."""
+tenant's catalog generation (bulk writes in the services call `catalog_changed` themselves).
+
+`catalog_version_stored` tells other apps that a sync stored a catalog version with changed
+tools (sent inside the sync's transaction, in the tenant's schema); the runtime builds its
+routing index from it, so the tools half never imports the runtime."""
 
 from django.db.models.signals import post_delete, post_save
-from django.dispatch import receiver
+from django.dispatch import Signal, receiver
 
 from tools.catalog_cache import catalog_changed
 from tools.models import McpServer, Tool
+
+catalog_version_stored = Signal()  # kwargs: server, version
 
 
 @receiver([post_save, post_delete], sender=Tool)

@@ -40,8 +40,8 @@ from tools.rows import insert_rows, update_rows, uuids
 from tools.rules.findings import warning
 from tools.rules.overlay import declares_our_meta
 from tools.servers import server_probe, server_target
+from tools.signals import catalog_version_stored
 from tools.texts import coded, error_code, text_code
-from runtime.routing.index_store import queue_build_after_commit
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +226,7 @@ def _store_listing(server: McpServer, listed: list[ListedTool], server_findings)
     if new_tools or updates:
         # One bump for the whole sync: bulk writes send no post_save signals.
         catalog_changed()
-        queue_build_after_commit()  # the routing index of the new version, off the turn path (R6)
+        catalog_version_stored.send(sender=CatalogVersion, server=server, version=version)
     elif (current := _same_as_previous(version, diff)) is not None:
         # Nothing changed: the server records the sync time, and the catalog history keeps only
         # versions that say something (issue 10); the last version stays the current one.

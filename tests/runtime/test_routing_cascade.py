@@ -74,3 +74,16 @@ def test_a_turn_does_not_wait_for_the_index_and_the_task_builds_it(soporte_synce
         assert index is not None and [card.name for card in index.cards] == [card.name for card in cards]
         assert check(index, [{"role": "user", "content": "¿tienen routers disponibles?"}]).best == "soporte__buscar_producto"
         assert cache.get(QUEUED_KEY) is None
+
+
+@pytest.mark.parametrize("routing", [True, False])
+def test_a_sync_that_changes_the_catalog_queues_the_index_build_only_where_routing_is_on(
+        alpha, settings, django_capture_on_commit_callbacks, routing):
+    """R6: a new catalog version queues `routing_index_build` once its transaction commits (the
+    tools half signals it; the runtime listens); where routing is off nothing is queued."""
+    settings.ASIXTO_ROUTING = routing
+    with serve_asgi(build_app(SupportDesk())) as url, django_capture_on_commit_callbacks(execute=False) as callbacks:
+        register_soporte(alpha, url)
+    queued = [callback for callback in callbacks
+              if getattr(getattr(callback, "__self__", None), "name", None) == routing_index_build.name]
+    assert len(queued) == (1 if routing else 0)
