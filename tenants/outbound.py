@@ -85,6 +85,17 @@ class OutboundRefused(Exception):
         if kind:
             self.kind = kind
 
+    def stored(self) -> dict:
+        """What a record keeps of this refusal: the English text (`detail`), and the msgid and its
+        values, so that a reader sees it in their own language (A3)."""
+        from django.utils import translation
+
+        if not self.code:
+            return {"detail": str(self.message)}
+        with translation.override("en"):
+            english = _(self.code) % self.params if self.params else _(self.code)
+        return {"detail": english, "detail_code": self.code, "detail_params": {k: str(v) for k, v in self.params.items()}}
+
 
 def refusal(msgid: str, **params) -> OutboundRefused:
     """A refusal from a `gettext_noop` msgid and its values."""

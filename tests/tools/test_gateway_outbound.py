@@ -15,7 +15,7 @@ from tests.support.outbound import NO_ANSWER, PUBLIC_ADDRESS, ConnectionCounter,
 from tests.tools.contract_samples import good
 from tests.tools.gateway_support import certified_tool, context, ok_result
 from tools import mcp
-from tools.gateway import call_tool
+from tools.gateway import call_tool, flush_records
 from tools.models import McpServer
 from tools.services import catalog_sync, server_create
 
@@ -167,3 +167,27 @@ def test_it_ends_a_call_whose_name_lookup_hangs_as_a_connect_error(alpha, monkey
     assert (outcome.outcome, outcome.error_code) == ("connect_error", "dns_timeout"), (outcome.outcome, outcome.error)
     assert "looking up its host name took too long" in outcome.error
     assert peer.calls == []
+
+
+def test_a_refusal_at_connect_time_is_stored_as_a_code_and_read_in_the_readers_language(alpha, strict, monkeypatch):
+    """M2, A3: a call refused when connecting (the name rebound to loopback) in a Spanish-speaking
+    tenant is recorded as a code with its values: the record reads in English for an English
+    reader and in Spanish for a Spanish one, with no sentence of the other language inside."""
+    from tools.models import ToolCall
+
+    monkeypatch.setattr(alpha.tenant, "language", "es")  # the call runs in the tenant's language
+    with ConnectionCounter() as target:
+        rebinding(monkeypatch)
+        certified_tool(alpha, f"https://{NAME}:{target.port}")
+        outcome = call(alpha)
+    assert outcome.outcome == "refused" and target.count == 0
+    flush_records()
+    with alpha.schema():
+        record = ToolCall.objects.get(pk=outcome.record_id)
+    assert record.error_code == "outbound_refused"
+    english = record.error_text
+    with translation.override("es"):
+        spanish = record.error_text
+    assert "does not resolve to a public address" in english and "no resuelve" not in english
+    assert "no resuelve a una dirección pública" in spanish and "does not resolve" not in spanish
+    assert "no resuelve" not in record.error  # the stored text of logs is English

@@ -232,7 +232,7 @@ def _send(tool, arguments, context, company_id):
             params = {"url": safe_url(server.url), "method": f"tools/call {tool.name}"}
             return _failed(outcome, ToolCall.Outcome.CONNECT_ERROR, LookupTimedOut.kind, params, route.secrets, tool), None
         except OutboundRefused as exc:
-            params = {"url": safe_url(server.url), "detail": exc.message}
+            params = {"url": safe_url(server.url), **exc.stored()}
             return _failed(outcome, ToolCall.Outcome.REFUSED, "outbound_refused", params, route.secrets, tool), None
         except Exception as exc:  # an unapproved command, a bad URL: the server cannot be reached
             params = {"detail": str(getattr(exc, "message", None) or exc)}

@@ -148,6 +148,11 @@ def render_error(code: str, params: Mapping[str, Any] | None) -> str:
     if template is None:
         return _("The MCP server failed (%(code)s).") % {"code": code}
     values = _Defaults({key: _plain(value) for key, value in params.items()}, where=_where(params))
+    if params.get("detail_code"):  # a refusal stored as its msgid and values: in the reader's language
+        try:
+            values["detail"] = _(params["detail_code"]) % params.get("detail_params", {})
+        except (KeyError, TypeError, ValueError):  # a broken translation: the stored English text
+            pass
     parts = [str(template) % values]
     if code == "http_status" and params.get("status") in _STATUS_HINTS:
         parts.append(str(_STATUS_HINTS[params["status"]]))
@@ -217,7 +222,9 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 def redact_params(params: Mapping[str, Any], secrets: Iterable[str]) -> dict[str, Any]:
     """`params` with the secrets blanked out of every text value."""
     secrets = list(secrets)
-    return {key: redact(value, secrets) if isinstance(value, str) else value for key, value in params.items()}
+    return {key: redact(value, secrets) if isinstance(value, str)
+            else redact_params(value, secrets) if isinstance(value, Mapping) else value
+            for key, value in params.items()}
 
 
 def parse_retry_after(value: str | None) -> float | None:

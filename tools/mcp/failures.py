@@ -45,8 +45,8 @@ def transport_failure(
         if isinstance(leaf, _CONNECT_TIMEOUT):
             return McpError("connect", "connect_timeout", {**server, "method": method})
         if isinstance(leaf, _CONNECT):
-            code, detail = connect_reason(leaf)
-            return McpError("connect", code, {**server, "method": method, **({"detail": detail} if detail else {})})
+            code, details = connect_reason(leaf)
+            return McpError("connect", code, {**server, "method": method, **details})
     if any(isinstance(leaf, _TIMEOUT) for leaf in leaves):
         return McpError("timeout", "timeout", {**server, "method": method, **limits})
     for leaf in leaves:
@@ -55,24 +55,25 @@ def transport_failure(
     return None
 
 
-def connect_reason(error: BaseException) -> tuple[str, str]:
-    """(code, detail) for a connection that could not be made."""
+def connect_reason(error: BaseException) -> tuple[str, dict]:
+    """(code, params) for a connection that could not be made; the params may give a `detail`
+    (an outbound refusal also its msgid and values, A3)."""
     causes = list(_causes(error))
     refusal = next((cause for cause in causes if isinstance(cause, OutboundRefused)), None)
     if refusal is not None:
         if refusal.kind == LookupTimedOut.kind:
-            return LookupTimedOut.kind, ""
-        return "outbound_refused", shorten(str(refusal.message), 300)
+            return LookupTimedOut.kind, {}
+        return "outbound_refused", refusal.stored()
     text = " ".join(str(cause) for cause in causes)
     if any(isinstance(cause, ssl.SSLCertVerificationError) for cause in causes) or "CERTIFICATE_VERIFY_FAILED" in text:
-        return "tls_unverified", ""
+        return "tls_unverified", {}
     if any(isinstance(cause, ConnectionRefusedError) for cause in causes) or "Connection refused" in text:
-        return "connect_refused", ""
+        return "connect_refused", {}
     if any(isinstance(cause, socket.gaierror) for cause in causes) or "Name or service not known" in text:
-        return "dns_failed", ""
+        return "dns_failed", {}
     if any(isinstance(cause, ssl.SSLError) for cause in causes):
-        return "connect_failed", "TLS: " + shorten(text, 160)
-    return "connect_failed", shorten(text or type(error).__name__, 160)
+        return "connect_failed", {"detail": "TLS: " + shorten(text, 160)}
+    return "connect_failed", {"detail": shorten(text or type(error).__name__, 160)}
 
 
 def http_status_error(
