@@ -44,15 +44,15 @@ FOLLOW_UP_AGENT = 0.3  # share of the agent's last reply in a follow-up's rankin
 SMALL_TALK_SIMILARITY = 0.78  # this close to a small-talk phrase, with no tool word in it: none
 # The gate: P(needs a tool) = logistic(GATE_BIAS + Σ coefficient × feature), features in the order
 # of `gate_features`. Fitted by datasets/fit_gate.py on the dev halves (see datasets/README.md).
-GATE_COEFFICIENTS = (1.5807, 2.5160, 32.7940, 14.2613, 2.9759, -3.8435, 0.3646, 2.1075, -5.4632, -8.3617, -2.0308, 0.9653)
-GATE_BIAS = -37.3651
+GATE_COEFFICIENTS = (0.9048, 3.0504, 33.8056, 21.1396, 2.6115, -3.4432, -0.2215, 2.0620, -5.4105, -9.4521, -2.1537, 1.0746)
+GATE_BIAS = -40.1268
 GATE_THRESHOLD = 0.5
 # The cascade's cheap gate (no e5 feature, same fit), and the band where it decides alone: below
 # CASCADE_LOW no tool; above CASCADE_HIGH with a top-1/top-2 margin of CASCADE_MARGIN a tool, ranked
 # without e5. In between, e5 is read. Fitted by datasets/fit_gate.py on the dev halves only.
-CHEAP_COEFFICIENTS = (2.7624, 3.1972, 6.0587, -3.1341, 0.3991, 2.1071, -4.9305, -2.8958, 1.6294)
-CHEAP_BIAS = -0.3579
-CASCADE_LOW, CASCADE_HIGH, CASCADE_MARGIN = 0.07, 0.84, 0.2
+CHEAP_COEFFICIENTS = (1.3467, 4.4756, 6.5433, -1.9081, -0.1567, 1.9977, -4.9570, -3.0344, 1.7658)
+CHEAP_BIAS = -0.2972
+CASCADE_LOW, CASCADE_HIGH, CASCADE_MARGIN = 0.11, 0.75, 0.2
 FOLLOW_UP_THRESHOLD = 0.5  # a follow-up inherits a request this likely
 
 SMALL_TALK = [

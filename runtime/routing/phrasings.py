@@ -78,17 +78,23 @@ def requests_for(verb: str) -> list[str]:
 # What a message sounds like when it asks for an action of a kind (folded text, word boundaries).
 _CUES = {
     "search": r"tiene[ns]?|vende[ns]?|venta|cuanto (cuesta|cuestan|vale|valen)|precio|busco|buscando|comprar|catalogo|"
-              r"opciones|do you (have|sell)|how much|price|looking for|buy|find me|show me|muestrame",
+              r"opciones|do you (have|sell)|how much|price|looking for|buy|find me|show me|muestrame|find|search|"
+              r"look(ing)? (for|up)|lookup|busca(r|me|ndo)?|encontrar|encuentra(me)?|any (good|nice)|recommend|"
+              r"recomienda|suggest|suger",
     "locate": rf"donde (queda|quedan|esta|estan|hay)|{_PLACES}|cerca|near|nearest|closest",
     "status": r"como va|en que (va|estado)|estado|donde (esta|va)|ya (llego|despacharon|resolvieron)|cuando (llega|me llega)|"
               r"status|update on|where is|track|cuanto (debo|tengo que pagar)|cuantos|cuantas|me quedan|left",
     "report": r"abr(ir|a|e|an) (un|el|mi|otro) |no (me )?(funciona|sirve|prende|tengo|llega|carga)|se (cae|cayo|dano|me dano)|dano|falla|problema|"
               r"queja|reclamo|reportar|not working|broken|keeps dropping|down|issue|problem|complaint|report",
-    "book": r"agendar|programar|reservar|que dia pueden|venga|vengan|manden|book|schedule|reserve|appointment",
+    "book": r"agendar|programar|reservar|que dia pueden|venga|vengan|manden|book|schedule|reserve|appointment|buy|"
+            r"purchase|tickets?|boletas?|entradas|tiquetes?|reservation|reserva|cita",
     "cancel": r"cancel|anul|ya no (necesito|voy)|reprogram|cambiar la fecha|no voy a estar|reschedul",
     "change": r"cambiar|cambio|actualiz|modific|subir|pasarme|upgrade|update|change",
     "handover": r"asesor|persona|humano|alguien de verdad|human|agent|someone real",
     "return": r"devolver|devolucion|cambiar (el|la) .* que (me )?llego|return|refund",
+    "play": r"play|listen|stream|hear|reproduc|escuchar|ponme|pon (la|una|el|un|algo)|poner (la|una|el|un|algo)",
+    "pay": r"pay|paid|payment|pagar|pago|pague|transfer|send (money|\d)|enviar (plata|dinero)",
+    "share": r"share|compart|send my|enviar mi|mandar mi",
 }
 _CUE_PATTERNS = {kind: re.compile(rf"\b({pattern})") for kind, pattern in _CUES.items()}
 
