@@ -10,7 +10,8 @@ catalog index built once per catalog version (`candidates.py`). A tool's score a
 - whether the message sounds like the kind of action of the tool's verb.
 Whether a tool is needed at all is a calibrated gate: a logistic regression over a few facts of
 the message (its best tool's score and margin, the encoders' best cosines, word overlap, how
-close it is to small talk, its length), fitted on the development halves of the datasets only
+close it is to small talk, its length, whether it asks for a kind of action no tool does, whether it is
+phrased as a request), fitted on the development halves of the datasets only
 by `datasets/fit_gate.py` and kept here as constants.
 
 A cascade keeps ordinary messages cheap (P4): the cheap signals (USE, stems, verb kinds) are read
@@ -44,24 +45,26 @@ FOLLOW_UP_AGENT = 0.3  # share of the agent's last reply in a follow-up's rankin
 SMALL_TALK_SIMILARITY = 0.78  # this close to a small-talk phrase, with no tool word in it: none
 # The gate: P(needs a tool) = logistic(GATE_BIAS + Σ coefficient × feature), features in the order
 # of `gate_features`. Fitted by datasets/fit_gate.py on the dev halves (see datasets/README.md).
-GATE_COEFFICIENTS = (0.9048, 3.0504, 33.8056, 21.1396, 2.6115, -3.4432, -0.2215, 2.0620, -5.4105, -9.4521, -2.1537, 1.0746)
-GATE_BIAS = -40.1268
+GATE_COEFFICIENTS = (0.7224, 3.2656, 25.4321, 18.6937, 1.5514, -2.0996, -0.3608, 1.6658, -4.5339, -9.0297, -1.5771, 1.0323, -2.8842, 1.4855)
+GATE_BIAS = -31.4225
 GATE_THRESHOLD = 0.5
 # The cascade's cheap gate (no e5 feature, same fit), and the band where it decides alone: below
 # CASCADE_LOW no tool; above CASCADE_HIGH with a top-1/top-2 margin of CASCADE_MARGIN a tool, ranked
 # without e5. In between, e5 is read. Fitted by datasets/fit_gate.py on the dev halves only.
-CHEAP_COEFFICIENTS = (1.3467, 4.4756, 6.5433, -1.9081, -0.1567, 1.9977, -4.9570, -3.0344, 1.7658)
-CHEAP_BIAS = -0.2972
-CASCADE_LOW, CASCADE_HIGH, CASCADE_MARGIN = 0.11, 0.75, 0.2
+CHEAP_COEFFICIENTS = (0.7500, 4.5473, 5.2561, -1.1993, -0.2045, 1.6811, -4.2588, -1.7170, 1.5606, -2.7354, 1.6640)
+CHEAP_BIAS = -0.8835
+CASCADE_LOW, CASCADE_HIGH, CASCADE_MARGIN = 0.19, 0.77, 0.2
 FOLLOW_UP_THRESHOLD = 0.5  # a follow-up inherits a request this likely
 
 SMALL_TALK = [
     "hola", "buenos días", "buenas tardes", "buenas noches", "gracias", "muchas gracias", "ok", "vale", "listo",
     "perfecto", "entendido", "adiós", "chao", "hasta luego", "¿eres un robot?", "¿eres una persona?", "¿quién eres?",
     "¿cómo te llamas?", "¿cómo estás?", "un momento", "espera un momento", "sí", "no", "no gracias", "jaja",
-    "eso es todo", "nada más", "excelente", "me puedes repetir", "¿qué puedes hacer?",
+    "eso es todo", "nada más", "excelente", "me puedes repetir", "¿qué puedes hacer?", "¿me escuchas?", "aló",
+    "¿con quién hablo?", "¿cómo va todo?", "¿cómo te va?",
     "hello", "hi", "good morning", "thanks", "thank you", "ok great", "bye", "goodbye", "are you a bot?",
     "who are you?", "how are you?", "wait a moment", "hold on", "yes", "no thanks", "that's all", "what can you do?",
+    "can you hear me?", "who am I talking to?",
 ]
 # A message that leans on the previous ones: "¿y en rojo?", "and the other one?", "algo más barato".
 _LEANS = re.compile(
@@ -70,6 +73,13 @@ _LEANS = re.compile(
     r"without|de|del|para|for|y el|y la|y los|y las|y en|y si|and the|and in)\b"
 )
 _ONLY_DATA = re.compile(r"^[\w\-./@+ ]*\d[\w\-./@+ ]*$")  # "1020304050", "SOP-11", "ana@correo.com 300 123"
+# Phrased as a request ("could you…", "I'd like…", "¿me ayudas…?", "quiero…"): what it asks may still be
+# nothing a tool does, so this is one more fact for the gate, not a decision.
+_REQUEST_FORM = re.compile(
+    r"\b(i d like|i would like|i want|i need|need to|can you|could you|would you|please|i m looking|help me|quiero|"
+    r"quisiera|necesito|me gustaria|puedes|podrias|me ayudas|ayudame|por favor|me (das|da|dan|pasas|envias|mandas)|"
+    r"dame|hazme|haz)\b"
+)
 _YES = re.compile(r"^(si|sí|dale|claro|ok|okay|de una|hagale|hazlo|por favor|yes|sure|please|go ahead|do it|yep)\b")
 
 
@@ -119,6 +129,15 @@ class Reading:
     @property
     def is_small_talk(self) -> bool:
         return self.small_talk[0] >= SMALL_TALK_SIMILARITY and self.signals.lexical.max() == 0 and not self.only_data
+
+    @property
+    def request_form(self) -> bool:
+        return bool(_REQUEST_FORM.search(self.plain))
+
+    @property
+    def foreign(self) -> bool:
+        """It asks for a kind of action ("calcula…", "busca…") that no tool of the catalog does."""
+        return bool(self.signals.asked) and not self.signals.kind.any()
 
     @property
     def settled(self) -> bool:
@@ -183,7 +202,7 @@ def cheap_features(reading: Reading) -> list[float]:
     s, scores = reading.signals, cheap_scores(reading.signals)
     return [float(scores.max()), _margin(scores), float(s.about.max()), float(s.asks.max()),
             min(float(s.lexical.max()), LEX_CAP) / LEX_CAP, float(s.kind.max() > 0), reading.small_talk[0],
-            min(reading.words, 6) / 6, float(reading.only_data)]
+            min(reading.words, 6) / 6, float(reading.only_data), float(reading.foreign), float(reading.request_form)]
 
 
 def gate_features(reading: Reading) -> list[float]:
@@ -191,7 +210,8 @@ def gate_features(reading: Reading) -> list[float]:
     s, scores = reading.signals, reading.scores
     return [float(scores.max()), _margin(scores), float(s.about_e5.max()), float(s.asks_e5.max()), float(s.about.max()),
             float(s.asks.max()), min(float(s.lexical.max()), LEX_CAP) / LEX_CAP, float(s.kind.max() > 0),
-            reading.small_talk[0], reading.small_talk[1], min(reading.words, 6) / 6, float(reading.only_data)]
+            reading.small_talk[0], reading.small_talk[1], min(reading.words, 6) / 6, float(reading.only_data),
+            float(reading.foreign), float(reading.request_form)]
 
 
 def _logistic(bias: float, coefficients, features) -> float:
