@@ -45,15 +45,15 @@ FOLLOW_UP_AGENT = 0.3  # share of the agent's last reply in a follow-up's rankin
 SMALL_TALK_SIMILARITY = 0.78  # this close to a small-talk phrase, with no tool word in it: none
 # The gate: P(needs a tool) = logistic(GATE_BIAS + Σ coefficient × feature), features in the order
 # of `gate_features`. Fitted by datasets/fit_gate.py on the dev halves (see datasets/README.md).
-GATE_COEFFICIENTS = (0.7224, 3.2656, 25.4321, 18.6937, 1.5514, -2.0996, -0.3608, 1.6658, -4.5339, -9.0297, -1.5771, 1.0323, -2.8842, 1.4855)
-GATE_BIAS = -31.4225
+GATE_COEFFICIENTS = (0.7143, 3.2423, 26.2562, 18.2708, 1.0760, -1.7379, -0.3442, 1.6473, -4.6035, -8.9417, -1.6998, 1.1775, -3.0242, 1.4679)
+GATE_BIAS = -31.6747
 GATE_THRESHOLD = 0.5
 # The cascade's cheap gate (no e5 feature, same fit), and the band where it decides alone: below
 # CASCADE_LOW no tool; above CASCADE_HIGH with a top-1/top-2 margin of CASCADE_MARGIN a tool, ranked
 # without e5. In between, e5 is read. Fitted by datasets/fit_gate.py on the dev halves only.
-CHEAP_COEFFICIENTS = (0.7500, 4.5473, 5.2561, -1.1993, -0.2045, 1.6811, -4.2588, -1.7170, 1.5606, -2.7354, 1.6640)
-CHEAP_BIAS = -0.8835
-CASCADE_LOW, CASCADE_HIGH, CASCADE_MARGIN = 0.19, 0.77, 0.2
+CHEAP_COEFFICIENTS = (0.7409, 4.5758, 4.8857, -0.9361, -0.1817, 1.6683, -4.2998, -1.8284, 1.6697, -2.8533, 1.6563)
+CHEAP_BIAS = -0.7993
+CASCADE_LOW, CASCADE_HIGH, CASCADE_MARGIN = 0.18, 0.80, 0.2
 FOLLOW_UP_THRESHOLD = 0.5  # a follow-up inherits a request this likely
 
 SMALL_TALK = [

@@ -105,7 +105,8 @@ _CUES = {
     # nothing for it (the gate weighs a message asking only for kinds that no tool has).
     "compute": r"calcul|comput|solve|resuelv|resolver (la|el|esta|este)|integral|derivat|derivad|equation|ecuacion|"
                r"area of|volume of|square root|raiz cuadrada|convert|convierte|convertir|translate|traduc|explain|"
-               r"explica|define|definicion|definition|que significa|what does .* mean",
+               r"explica|define|definicion|definition|que significa|what does .* mean|"
+               r"(cuanto (es|da)|what is|what s|how much is) \d+ (mas|menos|por|entre|plus|minus|times|divided by) \d+",
 }
 _CUE_PATTERNS = {kind: re.compile(rf"\b({pattern})") for kind, pattern in _CUES.items()}
 
