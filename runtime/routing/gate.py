@@ -137,7 +137,7 @@ class Reading:
     @property
     def foreign(self) -> bool:
         """It asks for a kind of action ("calcula…", "busca…") that no tool of the catalog does."""
-        return bool(self.signals.asked) and not self.signals.kind.any()
+        return self.signals.foreign
 
     @property
     def settled(self) -> bool:

@@ -88,3 +88,15 @@ def test_a_request_of_a_kind_no_tool_does_needs_no_tool():
     bfcl = [ToolCard.from_definition(d) for d in json.loads((CATALOG.parent / "bfcl_sgd_catalog.json").read_text())]
     result = check(catalog_index(bfcl), conversation("Calculate the area of a circle with radius 4"))
     assert not result.needs_tool
+
+
+def test_a_kind_no_tool_does_counts_only_where_every_tools_verb_has_a_known_kind():
+    """R6: "calculate…" asks for a kind no tool of the support desk does; beside a tool whose verb is
+    of no known kind ("tabulate…"), that tool might be the one, so the message is not foreign there."""
+    from runtime.routing.gate import read
+
+    tabulate = ToolCard.from_definition({"name": "tabulate", "title": "Tabulate", "description": "Tabulates figures.",
+                                         "_meta": {"com.asixto/verb": "tabulate the figures of a table"}})
+    (desk,) = read(catalog_index(CARDS), ["Calculate the square root of 81"])
+    (mixed,) = read(catalog_index([*CARDS, tabulate]), ["Calculate the square root of 81"])
+    assert desk.foreign and not mixed.foreign
