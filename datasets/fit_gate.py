@@ -1,4 +1,4 @@
-"""Fit the cheap check's gate (runtime/routing/gate.py) on the development halves only.
+"""Fit the cheap check's gate (runtime/routing/gate.py) on the development files only.
 
     python datasets/fit_gate.py
 

@@ -11,7 +11,7 @@ catalog index built once per catalog version (`candidates.py`). A tool's score a
 Whether a tool is needed at all is a calibrated gate: a logistic regression over a few facts of
 the message (its best tool's score and margin, the encoders' best cosines, word overlap, how
 close it is to small talk, its length, whether it asks for a kind of action no tool does, whether it is
-phrased as a request), fitted on the development halves of the datasets only
+phrased as a request), fitted on the development files of the datasets only
 by `datasets/fit_gate.py` and kept here as constants.
 
 A cascade keeps ordinary messages cheap (P4): the cheap signals (USE, stems, verb kinds) are read
@@ -38,19 +38,19 @@ from runtime.routing.candidates import CatalogIndex, Signals, signals, with_e5
 from runtime.routing.words import fold, normalise, stems
 
 MAX_CANDIDATES = 3
-# A tool's score: weights of its signals, chosen on the development halves of datasets/ only.
+# A tool's score: weights of its signals, chosen on the development files of datasets/ only.
 W_ABOUT, W_ASKS, W_ABOUT_E5, W_INPUTS_E5, W_ASKS_E5 = 1.0, 0.5, 1.0, 2.0, 2.0
 W_LEX, LEX_CAP, W_KIND = 0.06, 6.0, 0.35
 FOLLOW_UP_AGENT = 0.3  # share of the agent's last reply in a follow-up's ranking
 SMALL_TALK_SIMILARITY = 0.78  # this close to a small-talk phrase, with no tool word in it: none
 # The gate: P(needs a tool) = logistic(GATE_BIAS + Σ coefficient × feature), features in the order
-# of `gate_features`. Fitted by datasets/fit_gate.py on the dev halves (see datasets/README.md).
+# of `gate_features`. Fitted by datasets/fit_gate.py on the dev files (see datasets/README.md).
 GATE_COEFFICIENTS = (0.7143, 3.2423, 26.2562, 18.2708, 1.0760, -1.7379, -0.3442, 1.6473, -4.6035, -8.9417, -1.6998, 1.1775, -3.0242, 1.4679)
 GATE_BIAS = -31.6747
 GATE_THRESHOLD = 0.5
 # The cascade's cheap gate (no e5 feature, same fit), and the band where it decides alone: below
 # CASCADE_LOW no tool; above CASCADE_HIGH with a top-1/top-2 margin of CASCADE_MARGIN a tool, ranked
-# without e5. In between, e5 is read. Fitted by datasets/fit_gate.py on the dev halves only.
+# without e5. In between, e5 is read. Fitted by datasets/fit_gate.py on the dev files only.
 CHEAP_COEFFICIENTS = (0.7409, 4.5758, 4.8857, -0.9361, -0.1817, 1.6683, -4.2998, -1.8284, 1.6697, -2.8533, 1.6563)
 CHEAP_BIAS = -0.7993
 CASCADE_LOW, CASCADE_HIGH, CASCADE_MARGIN = 0.18, 0.80, 0.2
