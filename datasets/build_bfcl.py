@@ -24,6 +24,9 @@ The set is then split in two halves, `bfcl_sgd_dev.jsonl` (tuning allowed) and
 label, so both halves have every tool and the same share of "none". The split was made before any
 figure of either half was looked at; `python datasets/build_bfcl.py --split datasets/` redoes it
 from `bfcl_sgd.jsonl` alone.
+
+`python datasets/build_bfcl.py --extra DATA_DIR datasets/` writes `bfcl_sgd_dev_extra.jsonl`, more
+tuning items from the wheel's items that the set above left out (see `extra`).
 """
 
 import hashlib
@@ -60,7 +63,8 @@ def mcp_tool(function: dict) -> dict:
     }
 
 
-def main(data_dir: Path, out_dir: Path):
+def pools(data_dir: Path):
+    """The catalog and every usable tool item and "none" item of the wheel's data, before sampling."""
     rows = [json.loads(line) for line in open(data_dir / "BFCL_v4_live_multiple.json")]
     answers = {a["id"]: a for a in map(json.loads, open(data_dir / "possible_answer/BFCL_v4_live_multiple.json"))}
     usable = []
@@ -97,6 +101,11 @@ def main(data_dir: Path, out_dir: Path):
         if not DOMAIN_WORDS.search(text):
             nones.append({"id": f"bfcl-{row['id']}", "messages": [{"role": "user", "content": text}], "expected": None,
                           "lang": "en", "style": "chat"})
+    return catalog, items, nones
+
+
+def main(data_dir: Path, out_dir: Path):
+    catalog, items, nones = pools(data_dir)
     rng = random.Random(20260323)
     items = rng.sample(items, min(TOOL_ITEMS, len(items)))
     nones = rng.sample(nones, min(NONE_ITEMS, len(nones)))
@@ -128,8 +137,27 @@ def split(out_dir: Path):
         print(f"{half}: {len(chosen)} items, {sum(item['expected'] is None for item in chosen)} none")
 
 
+def extra(data_dir: Path, out_dir: Path):
+    """`bfcl_sgd_dev_extra.jsonl`: more tuning items, from the wheel's items that `bfcl_sgd.jsonl`
+    (so neither half) does not have: all its remaining "none" items and a seeded sample of its
+    remaining tool items, so that 30% of the file is "none". Added after the first figures, for
+    tuning only (dev); the held-out half is untouched."""
+    _catalog, items, nones = pools(data_dir)
+    with open(out_dir / "bfcl_sgd.jsonl") as handle:
+        taken = {json.loads(line)["id"] for line in handle if line.strip()}
+    items = [item for item in items if item["id"] not in taken]
+    nones = [item for item in nones if item["id"] not in taken]
+    rng = random.Random(20261201)
+    items = rng.sample(items, min(len(items), round(len(nones) * 0.7 / 0.3)))
+    with open(out_dir / "bfcl_sgd_dev_extra.jsonl", "w") as out:
+        out.writelines(json.dumps(item, ensure_ascii=False) + "\n" for item in sorted(items + nones, key=lambda i: i["id"]))
+    print(f"extra dev: {len(items) + len(nones)} items, {len(nones)} none")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "--split":
         split(Path(sys.argv[2]))
+    elif sys.argv[1] == "--extra":
+        extra(Path(sys.argv[2]), Path(sys.argv[3]))
     else:
         main(Path(sys.argv[1]), Path(sys.argv[2]))

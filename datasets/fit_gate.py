@@ -1,9 +1,10 @@
-"""Fit the cheap check's gate (runtime/routing/gate.py) on the development halves only.
+"""Fit the cheap check's gate (runtime/routing/gate.py) on the development files only.
 
     python datasets/fit_gate.py
 
-Reads `asixto_soporte_dev.jsonl` and `bfcl_sgd_dev.jsonl` (never a held-out file), computes the
-gate's features of each item's last message with the code the check runs (`gate.read`,
+Reads the development files (`asixto_soporte_dev.jsonl` with `asixto_soporte_dev_extra.jsonl`, and
+`bfcl_sgd_dev.jsonl` with `bfcl_sgd_dev_extra.jsonl`, each pair as one set; never a held-out file),
+computes the gate's features of each item's last message with the code the check runs (`gate.read`,
 `gate.gate_features`), fits a class-balanced logistic regression with a small L2 penalty on
 standardised features (plain numpy gradient descent), and prints GATE_COEFFICIENTS and GATE_BIAS
 for the raw features, to be pasted into gate.py. Each dev set weighs the same in the fit.
@@ -27,9 +28,10 @@ from runtime.routing.candidates import catalog_index  # noqa: E402
 from runtime.routing.evaluation import load_catalog, load_dataset  # noqa: E402
 from runtime.routing.gate import _margin, cheap_features, cheap_scores, gate_features, read  # noqa: E402
 
-DEV = [("asixto_soporte_dev.jsonl", "asixto_soporte_catalog.json"), ("bfcl_sgd_dev.jsonl", "bfcl_sgd_catalog.json"),
-       ("asixto_soporte_dev.jsonl", "examples.soporte")]
-L2, STEPS, RATE = 3.0, 4000, 0.1
+DEV = [("asixto_soporte_dev.jsonl asixto_soporte_dev_extra.jsonl", "asixto_soporte_catalog.json"),
+       ("bfcl_sgd_dev.jsonl bfcl_sgd_dev_extra.jsonl", "bfcl_sgd_catalog.json"),
+       ("asixto_soporte_dev.jsonl asixto_soporte_dev_extra.jsonl", "examples.soporte")]
+L2, STEPS, RATE = 10.0, 4000, 0.1
 MAX_CASCADE_ERRORS = 0.01  # share of dev items the cheap gate may decide wrongly on its own
 
 
@@ -46,8 +48,10 @@ def features(dataset: str, catalog: str):
     whether a tool is expected, and whether the cheap ranking's top-1 is the expected tool."""
     cards = _cards(catalog)
     names = {card.name for card in cards}
-    with open(ROOT / "datasets" / dataset, encoding="utf-8") as handle:
-        lines = [line for line in handle if json.loads(line).get("expected") in names | {None}]
+    lines = []
+    for name in dataset.split():  # one set, maybe in several files
+        with open(ROOT / "datasets" / name, encoding="utf-8") as handle:
+            lines += [line for line in handle if line.strip() and json.loads(line).get("expected") in names | {None}]
     items = load_dataset(lines, names)
     index = catalog_index(cards)
     readings = read(index, [item["messages"][-1]["content"] for item in items], cascade=False)

@@ -242,6 +242,9 @@ class Signals:
     asks: np.ndarray  # USE cosine with the closest request built from its verb
     lexical: np.ndarray  # weighted stems in common (`lexical`)
     kind: np.ndarray  # 1 where the message sounds like the kind of action of the tool's verb
+    # It asks for kinds of action and no tool does any of them (every tool's verb being of a known
+    # kind: a verb of no known kind might be the one asked for).
+    foreign: bool = False
     # e5's three, None until the cascade asks for them (`with_e5`)
     about_e5: np.ndarray | None = None  # e5 cosine with the closest view
     inputs_e5: np.ndarray | None = None  # e5 cosine with what the tool takes
@@ -265,6 +268,7 @@ def signals(index: CatalogIndex, plain: str, use: np.ndarray) -> Signals:
         about=(index.about @ use).max(axis=1), asks=_best_per_tool(index, index.asks @ use),
         lexical=lexical(index, stems(plain)),
         kind=np.array([1.0 if kind in asked else 0.0 for kind in index.kinds], dtype=np.float32),
+        foreign=bool(asked) and not asked & set(index.kinds) and None not in index.kinds,
     )
 
 

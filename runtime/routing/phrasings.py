@@ -30,6 +30,7 @@ KINDS = {
     "return": "solicitar devolver return refund",
     "play": "reproducir poner play stream",
     "share": "compartir enviar share",
+    "compute": "calcular computar convertir traducir explicar calculate compute convert translate solve explain",
 }
 _KIND_OF = {word: kind for kind, words in KINDS.items() for word in words.split()}
 # The objects that make a search verb a "locate" verb ("buscar una tienda cercana", "find a store").
@@ -52,6 +53,7 @@ PHRASINGS = {
     "return": ["Quiero {v}", "Necesito {v}", "I want to {v}", "I need to {v}"],
     "play": ["{V}", "Quiero {v}", "I want to {v}"],
     "share": ["{V}", "Quiero {v}", "I want to {v}"],
+    "compute": ["{V}", "¿Me ayudas a {v}?", "Can you {v}?", "Please {v}"],
     None: ["Quiero {v}", "Necesito {v}", "I want to {v}", "Can you {v}?"],
 }
 
@@ -78,17 +80,33 @@ def requests_for(verb: str) -> list[str]:
 # What a message sounds like when it asks for an action of a kind (folded text, word boundaries).
 _CUES = {
     "search": r"tiene[ns]?|vende[ns]?|venta|cuanto (cuesta|cuestan|vale|valen)|precio|busco|buscando|comprar|catalogo|"
-              r"opciones|do you (have|sell)|how much|price|looking for|buy|find me|show me|muestrame",
+              r"opciones|do you (have|sell)|how much|price|looking for|buy|find me|show me|muestrame|find|search|"
+              r"look(ing)? (for|up)|lookup|busca(r|me|ndo)?|encontrar|encuentra(me)?|any (good|nice)|recommend|"
+              r"recomienda|suggest|suger|are there|is there any|hay (algun|alguna|algo)",
     "locate": rf"donde (queda|quedan|esta|estan|hay)|{_PLACES}|cerca|near|nearest|closest",
     "status": r"como va|en que (va|estado)|estado|donde (esta|va)|ya (llego|despacharon|resolvieron)|cuando (llega|me llega)|"
-              r"status|update on|where is|track|cuanto (debo|tengo que pagar)|cuantos|cuantas|me quedan|left",
-    "report": r"abr(ir|a|e|an) (un|el|mi|otro) |no (me )?(funciona|sirve|prende|tengo|llega|carga)|se (cae|cayo|dano|me dano)|dano|falla|problema|"
-              r"queja|reclamo|reportar|not working|broken|keeps dropping|down|issue|problem|complaint|report",
-    "book": r"agendar|programar|reservar|que dia pueden|venga|vengan|manden|book|schedule|reserve|appointment",
-    "cancel": r"cancel|anul|ya no (necesito|voy)|reprogram|cambiar la fecha|no voy a estar|reschedul",
+              r"status|update on|where is|track|cuanto (debo|tengo que pagar)|cuantos|cuantas|me quedan|left|que (paso|ha pasado) con|"
+              r"novedad(es)?|any news|news on|what happened (to|with)|has .* (shipped|arrived)",
+    "report": r"abr(ir|a|e|an) (un|el|mi|otro) |no (me )?(funciona|sirve|prende|tengo|llega|carga)|se (me )?(cae|cayo|dano|va|fue)|dano|falla|problema|"
+              r"queja|reclamo|reportar|not working|broken|keeps dropping|down|issue|problem|complaint|report|"
+              r"open (a|an|the|my|another) (ticket|case|claim|complaint)|no (signal|service|dial tone)|doesn t work",
+    "book": r"agendar|programar|reservar|que dia pueden|venga|vengan|manden|book|schedule|reserve|appointment|buy|"
+            r"purchase|boletas?|entradas|tiquetes?|reservation|reserva|cita|mand(ar|en|e) a alguien|send someone|"
+            r"come (over|on|to)|pueden venir|puede venir",
+    "cancel": r"cancel|anul|ya no (necesito|voy)|reprogram|cambiar la fecha|no voy a estar|reschedul|postpone|aplaz|"
+              r"(mover|pasar|correr) (la|el|mi) (visita|cita|reserva)|move (the|my) (visit|appointment|booking)|otro dia",
     "change": r"cambiar|cambio|actualiz|modific|subir|pasarme|upgrade|update|change",
     "handover": r"asesor|persona|humano|alguien de verdad|human|agent|someone real",
-    "return": r"devolver|devolucion|cambiar (el|la) .* que (me )?llego|return|refund",
+    "return": r"devolver|devolucion|cambiar (el|la) .* que (me )?llego|return|refund|money back|reembols|reintegr",
+    "play": r"play|listen|stream|hear|reproduc|escuchar|ponme|pon (la|una|el|un|algo)|poner (la|una|el|un|algo)",
+    "pay": r"pay|paid|payment|pagar|pago|pague|transfer|send (money|\d)|enviar (plata|dinero)",
+    "share": r"share|compart|send my|enviar mi|mandar mi",
+    # Working something out rather than acting on an account: a catalog without such a tool has
+    # nothing for it (the gate weighs a message asking only for kinds that no tool has).
+    "compute": r"calcul|comput|solve|resuelv|resolver (la|el|esta|este)|integral|derivat|derivad|equation|ecuacion|"
+               r"area of|volume of|square root|raiz cuadrada|convert|convierte|convertir|translate|traduc|explain|"
+               r"explica|define|definicion|definition|que significa|what does .* mean|"
+               r"(cuanto (es|da)|what is|what s|how much is) \d+ (mas|menos|por|entre|plus|minus|times|divided by) \d+",
 }
 _CUE_PATTERNS = {kind: re.compile(rf"\b({pattern})") for kind, pattern in _CUES.items()}
 

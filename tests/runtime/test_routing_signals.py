@@ -68,3 +68,35 @@ def test_the_values_of_a_tools_enums_count_as_its_words():
     assert find.enum_words() == "Music Theater" and other.enum_words() == ""
     scores = lexical(catalog_index([find, other]), stems("any theater shows this weekend?"))
     assert scores[0] > 0 and scores[1] == 0
+
+
+def test_the_kind_of_action_asked_tells_asking_about_a_case_from_opening_one():
+    """R6: the verb cues: "¿qué ha pasado con…?" and "novedades" ask how a case goes (not to open
+    one, though "reclamo" and "caso" are words of both tools); "open a ticket" and "se me fue el
+    internet" report a fault, in English and in speech."""
+    for text in ("¿Qué ha pasado con mi reclamo SOP-7731?", "¿Hay novedades de mi caso?"):
+        result = route(text)
+        assert result.needs_tool and result.best == "consultar_caso", text
+    for text in ("Please open a ticket, the TV has no signal", "se me fue el internet otra vez"):
+        result = route(text)
+        assert result.needs_tool and result.best == "abrir_caso_soporte", text
+
+
+def test_a_request_of_a_kind_no_tool_does_needs_no_tool():
+    """R6: working something out ("calculate the area…") is no tool's kind of action in a catalog of
+    searches and bookings: no tool, even though "area" is a word of a tool (find homes by area)."""
+    bfcl = [ToolCard.from_definition(d) for d in json.loads((CATALOG.parent / "bfcl_sgd_catalog.json").read_text())]
+    result = check(catalog_index(bfcl), conversation("Calculate the area of a circle with radius 4"))
+    assert not result.needs_tool
+
+
+def test_a_kind_no_tool_does_counts_only_where_every_tools_verb_has_a_known_kind():
+    """R6: "calculate…" asks for a kind no tool of the support desk does; beside a tool whose verb is
+    of no known kind ("tabulate…"), that tool might be the one, so the message is not foreign there."""
+    from runtime.routing.gate import read
+
+    tabulate = ToolCard.from_definition({"name": "tabulate", "title": "Tabulate", "description": "Tabulates figures.",
+                                         "_meta": {"com.asixto/verb": "tabulate the figures of a table"}})
+    (desk,) = read(catalog_index(CARDS), ["Calculate the square root of 81"])
+    (mixed,) = read(catalog_index([*CARDS, tabulate]), ["Calculate the square root of 81"])
+    assert desk.foreign and not mixed.foreign
