@@ -81,22 +81,31 @@ def _grouped(rows) -> list:
     return list(groups.items())
 
 
+def _inserts(*, turn_id, steps: dict, rows: list, source: str) -> tuple[list[str], list]:
+    """The CTE parts (and their parameters) that store `steps` (index → values; given values
+    replace a stored step's) and `rows` ((model, values) pairs: events, truncation logs), each
+    selected FROM `source`: one INSERT per step, one per model of the other rows."""
+    inserts = [(TurnStep, [{"turn_id": turn_id, "index": index, **step}], ("turn_id", "index")) for index, step in steps.items()]
+    inserts += [(model, group, ()) for model, group in _grouped(rows)]
+    parts, params = [], []
+    for n, (model, group, conflict) in enumerate(inserts):
+        sql, values_params = _insert(model, group, source, conflict=conflict)
+        parts.append(f"s{n} AS ({sql})")
+        params += values_params
+    return parts, params
+
+
 def step_write(*, turn_id, runner: str, lease_until, steps: dict, turn: dict, rows: list) -> None:
-    """Renew the lease (with `turn` changes) and, in the same statement, store `steps` (index →
-    values; given values replace a stored step's) and `rows` ((model, values) pairs: events,
-    truncation logs). Raises LeaseLost when `runner` no longer holds the turn; then nothing is
+    """Renew the lease (with `turn` changes) and, in the same statement, store `steps` and `rows`
+    (see `_inserts`). Raises LeaseLost when `runner` no longer holds the turn; then nothing is
     written."""
     assignments, params = _assignments(Turn, {"lease_expires_at": lease_until, **turn})
     parts = [f"lease AS (UPDATE {_quote(Turn._meta.db_table)} SET {assignments} "
              f"WHERE {_quote('id')} = %s AND {_quote('runner')} = %s RETURNING {_quote('id')})"]
     params += [turn_id, runner]
-    # One INSERT per step (each replaces its own given values), one per model of the other rows.
-    inserts = [(TurnStep, [{"turn_id": turn_id, "index": index, **step}], ("turn_id", "index")) for index, step in steps.items()]
-    inserts += [(model, group, ()) for model, group in _grouped(rows)]
-    for n, (model, group, conflict) in enumerate(inserts):
-        sql, values_params = _insert(model, group, "lease", conflict=conflict)
-        parts.append(f"w{n} AS ({sql})")
-        params += values_params
+    insert_parts, insert_params = _inserts(turn_id=turn_id, steps=steps, rows=rows, source="lease")
+    parts += insert_parts
+    params += insert_params
     with connection.cursor() as cursor:
         cursor.execute(f"WITH {', '.join(parts)} SELECT count(*) FROM lease", params)
         held = cursor.fetchone()[0]
@@ -107,25 +116,27 @@ def step_write(*, turn_id, runner: str, lease_until, steps: dict, turn: dict, ro
 
 
 def reply_write(*, turn_id, conversation_id, runner: str, reply: str, status: str, error_code: str,
-                error_detail: str, event_data: dict, finished_at) -> bool:
+                error_detail: str, event_data: dict, finished_at, steps: dict | None = None, turn: dict | None = None,
+                rows: tuple = ()) -> bool:
     """The turn's one reply (R10), in one statement: the agent's message, the reply event and the
-    final status, only if `runner` holds the turn and no reply is stored yet. Returns whether
-    this call stored it."""
+    final status, with the writes the turn still holds back (`steps`, `turn` changes, `rows`, as
+    in `step_write`: the reply step, the loop's last model step), only if `runner` holds the turn
+    and no reply is stored yet. Returns whether this call stored it."""
     message = Message(conversation_id=conversation_id, role=Message.Role.AGENT, text=reply)
     assignments, params = _assignments(Turn, {
-        "reply_id": message.pk, "status": status, "error_code": error_code, "error_detail": error_detail,
-        "finished_at": finished_at, "lease_expires_at": None, "runner": "",
+        **(turn or {}), "reply_id": message.pk, "status": status, "error_code": error_code,
+        "error_detail": error_detail, "finished_at": finished_at, "lease_expires_at": None, "runner": "",
     })
     parts = [f"done AS (UPDATE {_quote(Turn._meta.db_table)} SET {assignments} WHERE {_quote('id')} = %s "
              f"AND {_quote('runner')} = %s AND {_quote('reply_id')} IS NULL RETURNING {_quote('id')})"]
     params += [turn_id, runner]
-    for n, (model, values) in enumerate([
+    insert_parts, insert_params = _inserts(turn_id=turn_id, steps=steps or {}, source="done", rows=[
+        *rows,
         (Message, {"id": message.pk, "conversation_id": conversation_id, "role": message.role, "text": reply}),
         (TurnEvent, {"turn_id": turn_id, "kind": TurnEvent.Kind.REPLY, "text": reply, "data": event_data}),
-    ]):
-        sql, values_params = _insert(model, [values], "done")
-        parts.append(f"w{n} AS ({sql})")
-        params += values_params
+    ])
+    parts += insert_parts
+    params += insert_params
     with connection.cursor() as cursor:
         cursor.execute(f"WITH {', '.join(parts)} SELECT count(*) FROM done", params)
         stored = bool(cursor.fetchone()[0])
