@@ -5,3 +5,6 @@ from django.utils.translation import gettext_lazy as _
 class RuntimeConfig(AppConfig):
     name = "runtime"
     verbose_name = _("Agent runtime")
+
+    def ready(self):
+        from runtime import signals  # noqa: F401 - connects the receivers
