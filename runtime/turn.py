@@ -111,11 +111,12 @@ class _Run:
 def turn_execute(*, turn_id) -> None:
     """Run (or resume) one turn in the current tenant's schema. Safe to call twice."""
     runner = uuid.uuid4().hex
-    turn = _claim(turn_id, runner)
-    if turn is None:
+    claimed = _claim(turn_id, runner)
+    if claimed is None:
         return
+    turn, newest = claimed
     try:
-        _run(turn, runner)
+        _run(turn, runner, newest)
     except LeaseLost:
         log.info("turn %s: taken over by another runner", turn_id)
         flush_records()  # the calls this runner made are recorded all the same (_finish does it otherwise)
@@ -146,8 +147,9 @@ def _lease_until():
     return timezone.now() + timedelta(seconds=settings.ASIXTO_TURN_LEASE_SECONDS)
 
 
-def _claim(turn_id, runner) -> Turn | None:
-    """Take the turn unless it is finished or another runner holds a live lease."""
+def _claim(turn_id, runner) -> tuple[Turn, list] | None:
+    """Take the turn unless it is finished or another runner holds a live lease; with the
+    conversation's newest messages before it (see `turn_claim`)."""
     return turn_claim(turn_id=turn_id, runner=runner, lease_until=_lease_until(), now=timezone.now())
 
 
@@ -219,11 +221,11 @@ def no_answer_reply(language):
 
 # ---------------------------------------------------------------- the turn
 
-def _run(turn: Turn, runner: str):
+def _run(turn: Turn, runner: str, newest: list):
     tenant = current_tenant()
     conversation = turn.conversation
     offered = selectors.offered_tools(channel=conversation.channel_kind)
-    history, older = selectors.history_before(message=turn.message)
+    history, older = selectors.history_before(message=turn.message, newest=newest)
     question = turn.message.text
     catalog = {tool.prefixed_name: tool for tool in offered}
     builtins = TurnBuiltins.for_message(message=question, catalog=catalog)  # skills' tools leave `catalog`

@@ -10,12 +10,14 @@ updated only while `runner` still holds it, so a runner that was presumed dead a
 writes nothing (`LeaseLost`). Values go through the model fields (`pre_save`,
 `get_db_prep_save`), as the ORM would send them, with a cast to the column's type."""
 
+import json
 from functools import cache
 
 from django.db import connection, transaction
 
 from runtime import events
 from runtime.models import Conversation, Message, Turn, TurnEvent, TurnStep
+from runtime.selectors import HISTORY_MESSAGES
 
 
 class LeaseLost(Exception):
@@ -147,24 +149,33 @@ def reply_write(*, turn_id, conversation_id, runner: str, reply: str, status: st
 
 @cache
 def _claim_sql() -> str:
-    turn = Turn._meta.db_table
+    turn, message = Turn._meta.db_table, Message._meta.db_table
     selected = ", ".join(f"{alias}.{_quote(field.column)}" for alias, model in (("t", Turn), ("c", Conversation), ("m", Message))
                          for field in model._meta.concrete_fields)
+    # The conversation's newest messages before this one, newest first, one more than the history
+    # holds (so the caller knows whether there are older ones): a JSON array of [role, text].
+    newest = (
+        f"(SELECT json_agg(json_build_array(h.role, h.text) ORDER BY h.created_at DESC, h.id DESC) FROM "
+        f"(SELECT e.role, e.text, e.created_at, e.id FROM {_quote(message)} e WHERE e.conversation_id = t.conversation_id "
+        f"AND e.created_at < m.created_at AND e.id <> m.id ORDER BY e.created_at DESC, e.id DESC LIMIT %s) h)"
+    )
     return (
         f"WITH claimed AS (UPDATE {_quote(turn)} SET status = %s, runner = %s, lease_expires_at = %s, runs = runs + 1, "
         f"started_at = COALESCE(started_at, %s) WHERE id = %s AND status IN (%s, %s) "
         f"AND (lease_expires_at IS NULL OR lease_expires_at < %s) RETURNING *) "
-        f"SELECT {selected} FROM claimed t JOIN {_quote(Conversation._meta.db_table)} c ON c.id = t.conversation_id "
-        f"JOIN {_quote(Message._meta.db_table)} m ON m.id = t.message_id"
+        f"SELECT {selected}, {newest} FROM claimed t JOIN {_quote(Conversation._meta.db_table)} c ON c.id = t.conversation_id "
+        f"JOIN {_quote(message)} m ON m.id = t.message_id"
     )
 
 
-def turn_claim(*, turn_id, runner: str, lease_until, now) -> Turn | None:
+def turn_claim(*, turn_id, runner: str, lease_until, now) -> tuple[Turn, list] | None:
     """Take the turn unless it is finished or another runner holds a live lease: the turn with its
-    conversation and message, in one statement; None when it is not this runner's."""
+    conversation and message, and the conversation's newest HISTORY_MESSAGES + 1 messages before
+    it as (role, text), newest first (runtime/selectors.py: `history_before`), in one statement;
+    None when it is not this runner's."""
     with connection.cursor() as cursor:
         cursor.execute(_claim_sql(), [Turn.Status.RUNNING, runner, lease_until, now, turn_id, Turn.Status.QUEUED,
-                                      Turn.Status.RUNNING, now])
+                                      Turn.Status.RUNNING, now, HISTORY_MESSAGES + 1])
         row = cursor.fetchone()
     if row is None:
         return None
@@ -176,7 +187,10 @@ def turn_claim(*, turn_id, runner: str, lease_until, now) -> Turn | None:
     turn, conversation, message = instances
     Turn._meta.get_field("conversation").set_cached_value(turn, conversation)
     Turn._meta.get_field("message").set_cached_value(turn, message)
-    return turn
+    newest = row[start]
+    if isinstance(newest, str):  # a driver that does not decode json
+        newest = json.loads(newest)
+    return turn, [tuple(pair) for pair in newest or ()]
 
 
 def _wake(turn_id):
