@@ -9,8 +9,8 @@ from runtime.channel import conversation_start
 from runtime.models import Message
 from runtime.selectors import HISTORY_MESSAGES
 from tests.runtime.runtime_support import CHANNEL_DEFAULTS, agent, post, run
-from tests.support.model_server import ScriptedModel, say
 from tests.support.mcp_servers import serve_asgi
+from tests.support.model_server import ScriptedModel, say
 
 
 def conversation_of(world, count: int):
