@@ -37,12 +37,14 @@ def history_before(*, message: Message, newest: list | None = None) -> tuple[lis
     and how many older ones there are besides. `newest`: the newest HISTORY_MESSAGES + 1 of them
     as (role, text), newest first, when already read (the turn's claim reads them,
     runtime/turn_writes.py); the older ones are counted only when there are any."""
-    earlier = Message.objects.filter(conversation_id=message.conversation_id, created_at__lt=message.created_at).exclude(
-        pk=message.pk
-    )
+    def earlier():
+        return Message.objects.filter(conversation_id=message.conversation_id, created_at__lt=message.created_at).exclude(
+            pk=message.pk
+        )
+
     if newest is None:
-        newest = list(earlier.order_by("-created_at", "-id").values_list("role", "text")[:HISTORY_MESSAGES + 1])
-    older = earlier.count() - HISTORY_MESSAGES if len(newest) > HISTORY_MESSAGES else 0
+        newest = list(earlier().order_by("-created_at", "-id").values_list("role", "text")[:HISTORY_MESSAGES + 1])
+    older = earlier().count() - HISTORY_MESSAGES if len(newest) > HISTORY_MESSAGES else 0
     return [Line(role, text) for role, text in reversed(newest[:HISTORY_MESSAGES])], older
 
 
