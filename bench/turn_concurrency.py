@@ -173,7 +173,9 @@ def main():
         print(f"posting: {args.turns} turns in {posting[0]:.1f} s ({args.turns / posting[0]:.0f}/s"
               f"{', before the worker started' if args.post_first else ''}); median wait queued → started: {float(span[2]):.2f} s")
     if cpu_used and done:
-        print(f"worker CPU (user + system): {cpu_used:.2f} s, {cpu_used / (done + totals.get('failed', 0)) * 1000:.1f} ms a turn")
+        print(f"worker CPU (user + system): {cpu_used:.2f} s, {cpu_used / (done + totals.get('failed', 0)) * 1000:.1f} ms a turn"
+              + (" (counted from the worker's launch: its start-up, imports and Django's set-up included)"
+                 if args.post_first else ""))
     print(f"load average before / after: {' '.join(load_before)} / {' '.join(load_after)}")
     print(f"PostgreSQL connections of the worker: peak {peak_connections}, "
           f"median while turns ran {statistics.median(busy) if busy else 0:.0f}  (goal ≤ {GOAL_CONNECTIONS})")
