@@ -207,6 +207,8 @@ def _finish(turn: Turn, runner: str, *, reply: str, status: str, error_code: str
         # The posting channel's webhook gets the reply once it is stored for good (robust: a
         # broker outage costs the push, logged, never the stored turn).
         transaction.on_commit(lambda: webhooks.turn_finished(turn=turn), robust=True)
+    else:
+        log.info("turn %s: reply not stored: another runner took the turn over or stored it", turn.pk)
 
 
 def failure_reply(language):
