@@ -6,12 +6,16 @@ Call records (G9) are stored by a writer thread in each process. A prefork child
 and when a child process shuts down. Its live stdio MCP sessions (tools/mcp/stdio_pool.py) are
 closed then too, each child stopped and reaped.
 
+A worker loads what turns need before it takes its first task (`worker_init`, before a prefork
+pool forks): the language detector's model costs more than half a second of CPU, which the
+first turns would otherwise pay (P3, P4).
+
 Every process of the project imports this module (asixto/__init__.py), so this is where a
 process makes itself non-dumpable (asixto/process.py): stdio MCP servers must not read it."""
 
 import os
 
-from celery.signals import task_postrun, worker_process_shutdown, worker_shutdown
+from celery.signals import task_postrun, worker_init, worker_process_shutdown, worker_shutdown
 from tenant_schemas_celery.app import CeleryApp
 
 from asixto.process import make_non_dumpable
@@ -23,6 +27,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "asixto.settings")
 app = CeleryApp("asixto")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect(dispatch_uid="asixto-preload")
+def _preload(**_kwargs):
+    from runtime.routing.language import preload
+
+    preload()
 
 
 @task_postrun.connect(dispatch_uid="asixto-store-call-records")

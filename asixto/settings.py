@@ -165,10 +165,16 @@ CACHES = {
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", REDIS_URL)
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", False)
+if CELERY_BROKER_URL.startswith("redis://"):
+    CELERY_BROKER_TRANSPORT = "asixto.broker:Transport"  # kombu's, with fewer Redis clients (P4)
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# tenant-schemas-celery reads the task's Tenant row before every task; a worker keeps it this many
+# seconds instead (P4: a row read and a model built per turn). A change to a tenant's settings
+# (model endpoint, key, budgets, instructions) reaches tasks within this bound.
+CELERY_TASK_TENANT_CACHE_SECONDS = envint("ASIXTO_WORKER_TENANT_CACHE_SECONDS", 5)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -104,8 +104,16 @@ def main():
             counts = dict(watcher.execute(f'SELECT status, count(*) FROM "{schema}".runtime_turn GROUP BY status').fetchall())
             return connections, counts
 
+        posting = []  # seconds it took to post the measured turns
+
+        def post_measured(count):
+            began = time.monotonic()
+            post_turns(tenant, count)
+            posting.append(time.monotonic() - began)
+
         if args.post_first:
-            post_turns(tenant, args.turns + 1)
+            post_measured(args.turns)
+            post_turns(tenant, 1, threads=1)
         with worker(concurrency=args.concurrency, pool_max=args.db_pool) as child:
             if not args.post_first:
                 # Warm up: one turn through the worker, so its threads and imports are ready.
@@ -116,7 +124,8 @@ def main():
             cpu_before = cpu_seconds(child.pid)
             load_before = open("/proc/loadavg").read().split()[:3]
             started = time.monotonic()
-            poster = threading.Thread(target=post_turns, args=(tenant, 0 if args.post_first else args.turns))
+            poster = threading.Thread(target=post_measured if not args.post_first else post_turns,
+                                      args=(0,) if args.post_first else (args.turns,))
             poster.start()
             aborted = ""
             deadline = started + args.timeout
@@ -139,7 +148,8 @@ def main():
                                  ["failed"]).fetchall()
         span = watcher.execute(
             f'SELECT extract(epoch FROM max(finished_at) - min(started_at)), '
-            f'percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - created_at)) '
+            f'percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - created_at)), '
+            f'percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM started_at - created_at)) '
             f'FROM "{schema}".runtime_turn WHERE finished_at IS NOT NULL AND created_at > now() - interval \'1 hour\''
         ).fetchone()
         watcher.close()
@@ -158,8 +168,14 @@ def main():
     if span and span[0]:
         print(f"throughput: {(done + totals.get('failed', 0)) / float(span[0]):.1f} turns/s over {float(span[0]):.1f} s; "
               f"median turn time (posted → answered): {float(span[1]):.2f} s")
+        # What limits the turns in flight: how fast they arrive (posting) or how fast the worker
+        # takes them up (queued → started).
+        print(f"posting: {args.turns} turns in {posting[0]:.1f} s ({args.turns / posting[0]:.0f}/s"
+              f"{', before the worker started' if args.post_first else ''}); median wait queued → started: {float(span[2]):.2f} s")
     if cpu_used and done:
-        print(f"worker CPU (user + system): {cpu_used:.2f} s, {cpu_used / (done + totals.get('failed', 0)) * 1000:.1f} ms a turn")
+        print(f"worker CPU (user + system): {cpu_used:.2f} s, {cpu_used / (done + totals.get('failed', 0)) * 1000:.1f} ms a turn"
+              + (" (counted from the worker's launch: its start-up, imports and Django's set-up included)"
+                 if args.post_first else ""))
     print(f"load average before / after: {' '.join(load_before)} / {' '.join(load_after)}")
     print(f"PostgreSQL connections of the worker: peak {peak_connections}, "
           f"median while turns ran {statistics.median(busy) if busy else 0:.0f}  (goal ≤ {GOAL_CONNECTIONS})")

@@ -7,13 +7,4 @@ class RuntimeConfig(AppConfig):
     verbose_name = _("Agent runtime")
 
     def ready(self):
-        from tools.signals import catalog_version_stored
-
-        catalog_version_stored.connect(_build_routing_index, dispatch_uid="runtime-routing-index")
-
-
-def _build_routing_index(sender, **kwargs):
-    """A sync stored a new catalog version: its routing index, built off the turn path (R6)."""
-    from runtime.routing.index_store import queue_build_after_commit
-
-    queue_build_after_commit()
+        from runtime import signals  # noqa: F401 - connects the receivers

@@ -32,15 +32,20 @@ def offered_tools(*, channel: str) -> list[Tool]:
     return [tool for tool in cached(("offered-tools",), load) if tenant.allows_level(channel, tool.level)]
 
 
-def history_before(*, message: Message) -> tuple[list[Line], int]:
+def history_before(*, message: Message, newest: list | None = None) -> tuple[list[Line], int]:
     """The conversation's messages before `message`, oldest first (the newest HISTORY_MESSAGES),
-    and how many older ones there are besides."""
-    earlier = Message.objects.filter(conversation_id=message.conversation_id, created_at__lt=message.created_at).exclude(
-        pk=message.pk
-    )
-    rows = list(earlier.order_by("-created_at").values_list("role", "text")[:HISTORY_MESSAGES])
-    older = earlier.count() - len(rows) if len(rows) == HISTORY_MESSAGES else 0
-    return [Line(role, text) for role, text in reversed(rows)], older
+    and how many older ones there are besides. `newest`: the newest HISTORY_MESSAGES + 1 of them
+    as (role, text), newest first, when already read (the turn's claim reads them,
+    runtime/turn_writes.py); the older ones are counted only when there are any."""
+    def earlier():
+        return Message.objects.filter(conversation_id=message.conversation_id, created_at__lt=message.created_at).exclude(
+            pk=message.pk
+        )
+
+    if newest is None:
+        newest = list(earlier().order_by("-created_at", "-id").values_list("role", "text")[:HISTORY_MESSAGES + 1])
+    older = earlier().count() - HISTORY_MESSAGES if len(newest) > HISTORY_MESSAGES else 0
+    return [Line(role, text) for role, text in reversed(newest[:HISTORY_MESSAGES])], older
 
 
 def conversations(*, channel_name=None, customer_ref=None):

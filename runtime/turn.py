@@ -18,7 +18,8 @@ a reason; a skill loaded by `asixto__invoke_skill` adds its instructions and too
 model call on (`_apply_skills`); a chart's spec becomes a `chart` event; facts from public
 sources are labelled in the step (`response.source = "public"`) and in the reply request.
 
-Redelivery (R10): every step is a `TurnStep` row committed as it happens. A re-run replays the
+Redelivery (R10): every step is a `TurnStep` row committed as it happens (a model step with the
+first write after it, the reply step with the reply: only computation lies between). A re-run replays the
 finished steps from storage (model answers included, so the step numbers line up), sends an
 unfinished tool step again with the same idempotency key (`turn:<id>:step:<n>`), and the
 reply is stored once (row lock). A model failure ends the turn with an honest reply in the
@@ -110,11 +111,12 @@ class _Run:
 def turn_execute(*, turn_id) -> None:
     """Run (or resume) one turn in the current tenant's schema. Safe to call twice."""
     runner = uuid.uuid4().hex
-    turn = _claim(turn_id, runner)
-    if turn is None:
+    claimed = _claim(turn_id, runner)
+    if claimed is None:
         return
+    turn, newest = claimed
     try:
-        _run(turn, runner)
+        _run(turn, runner, newest)
     except LeaseLost:
         log.info("turn %s: taken over by another runner", turn_id)
         flush_records()  # the calls this runner made are recorded all the same (_finish does it otherwise)
@@ -145,8 +147,9 @@ def _lease_until():
     return timezone.now() + timedelta(seconds=settings.ASIXTO_TURN_LEASE_SECONDS)
 
 
-def _claim(turn_id, runner) -> Turn | None:
-    """Take the turn unless it is finished or another runner holds a live lease."""
+def _claim(turn_id, runner) -> tuple[Turn, list] | None:
+    """Take the turn unless it is finished or another runner holds a live lease; with the
+    conversation's newest messages before it (see `turn_claim`)."""
     return turn_claim(turn_id=turn_id, runner=runner, lease_until=_lease_until(), now=timezone.now())
 
 
@@ -185,20 +188,27 @@ def _release_db():
         connection.close()
 
 
-def _finish(turn: Turn, runner: str, *, reply: str, status: str, error_code: str = "", error_detail: str = ""):
+def _finish(turn: Turn, runner: str, *, reply: str, status: str, error_code: str = "", error_detail: str = "",
+            run: _Run | None = None):
     """Store the one reply of the turn, its event, and the final status (R10: once, whatever runs;
-    a runner whose lease another one took over stores nothing)."""
-    _release_db()  # flushing may wait on the record writer: hold no connection meanwhile
-    flush_records()  # the turn's call records are stored before anyone reads the turn as done
+    a runner whose lease another one took over stores nothing), with what `run` still holds back
+    (the reply step, the loop's last model step) in the same statement."""
+    if run is None or run.tool_steps:
+        _release_db()  # flushing may wait on the record writer: hold no connection meanwhile
+        flush_records()  # the turn's call records are stored before anyone reads the turn as done
+    steps, changes, rows = run.pending if run is not None else ({}, {}, [])
     stored = reply_write(
         turn_id=turn.pk, conversation_id=turn.conversation_id, runner=runner, reply=reply, status=status,
         error_code=error_code, error_detail=error_detail[:4000], finished_at=timezone.now(),
         event_data={"status": status, **({"error": error_code} if error_code else {})},
+        steps=steps, turn=changes, rows=tuple(rows),
     )
     if stored:
         # The posting channel's webhook gets the reply once it is stored for good (robust: a
         # broker outage costs the push, logged, never the stored turn).
         transaction.on_commit(lambda: webhooks.turn_finished(turn=turn), robust=True)
+    else:
+        log.info("turn %s: reply not stored: another runner took the turn over or stored it", turn.pk)
 
 
 def failure_reply(language):
@@ -213,11 +223,11 @@ def no_answer_reply(language):
 
 # ---------------------------------------------------------------- the turn
 
-def _run(turn: Turn, runner: str):
+def _run(turn: Turn, runner: str, newest: list):
     tenant = current_tenant()
     conversation = turn.conversation
     offered = selectors.offered_tools(channel=conversation.channel_kind)
-    history, older = selectors.history_before(message=turn.message)
+    history, older = selectors.history_before(message=turn.message, newest=newest)
     question = turn.message.text
     catalog = {tool.prefixed_name: tool for tool in offered}
     builtins = TurnBuiltins.for_message(message=question, catalog=catalog)  # skills' tools leave `catalog`
@@ -248,13 +258,13 @@ def _run(turn: Turn, runner: str):
     except ModelError as exc:
         log.info("turn %s: model error %s", turn.pk, exc.code)
         _finish(turn, runner, reply=failure_reply(run.language), status=Turn.Status.FAILED,
-                error_code=exc.code, error_detail=exc.detail)
+                error_code=exc.code, error_detail=exc.detail, run=run)
         return
     if len(reply) > MAX_REPLY_CHARS:
         reply = reply[:MAX_REPLY_CHARS].rsplit(None, 1)[0] + "…"
-    _renew(run)  # the loop's last model step, if it was the answer, is stored before the reply
+    # The loop's last model step (if it was the answer) or the reply step is stored with the reply.
     _finish(turn, runner, reply=reply or no_answer_reply(run.language), status=Turn.Status.DONE,
-            error_code="" if reply else "no_answer")
+            error_code="" if reply else "no_answer", run=run)
 
 
 def _native_tool(tool) -> dict:
@@ -495,6 +505,7 @@ def _reply_step(run: _Run, request: list[dict]) -> str:
         if exc.code != "model_empty":
             raise
         answer = Answer(content="")
-    _write(run, index, kind=TurnStep.Kind.REPLY, state=TurnStep.State.DONE, response=_answer_to(answer),
+    # Held for the reply's own statement (_finish): only computation happens in between.
+    _write(run, index, hold=True, kind=TurnStep.Kind.REPLY, state=TurnStep.State.DONE, response=_answer_to(answer),
            finished_at=timezone.now())
     return clean_reply(answer.content)

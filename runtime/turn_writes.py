@@ -10,12 +10,14 @@ updated only while `runner` still holds it, so a runner that was presumed dead a
 writes nothing (`LeaseLost`). Values go through the model fields (`pre_save`,
 `get_db_prep_save`), as the ORM would send them, with a cast to the column's type."""
 
+import json
 from functools import cache
 
 from django.db import connection, transaction
 
 from runtime import events
 from runtime.models import Conversation, Message, Turn, TurnEvent, TurnStep
+from runtime.selectors import HISTORY_MESSAGES
 
 
 class LeaseLost(Exception):
@@ -81,22 +83,31 @@ def _grouped(rows) -> list:
     return list(groups.items())
 
 
+def _inserts(*, turn_id, steps: dict, rows: list, source: str) -> tuple[list[str], list]:
+    """The CTE parts (and their parameters) that store `steps` (index → values; given values
+    replace a stored step's) and `rows` ((model, values) pairs: events, truncation logs), each
+    selected FROM `source`: one INSERT per step, one per model of the other rows."""
+    inserts = [(TurnStep, [{"turn_id": turn_id, "index": index, **step}], ("turn_id", "index")) for index, step in steps.items()]
+    inserts += [(model, group, ()) for model, group in _grouped(rows)]
+    parts, params = [], []
+    for n, (model, group, conflict) in enumerate(inserts):
+        sql, values_params = _insert(model, group, source, conflict=conflict)
+        parts.append(f"s{n} AS ({sql})")
+        params += values_params
+    return parts, params
+
+
 def step_write(*, turn_id, runner: str, lease_until, steps: dict, turn: dict, rows: list) -> None:
-    """Renew the lease (with `turn` changes) and, in the same statement, store `steps` (index →
-    values; given values replace a stored step's) and `rows` ((model, values) pairs: events,
-    truncation logs). Raises LeaseLost when `runner` no longer holds the turn; then nothing is
+    """Renew the lease (with `turn` changes) and, in the same statement, store `steps` and `rows`
+    (see `_inserts`). Raises LeaseLost when `runner` no longer holds the turn; then nothing is
     written."""
     assignments, params = _assignments(Turn, {"lease_expires_at": lease_until, **turn})
     parts = [f"lease AS (UPDATE {_quote(Turn._meta.db_table)} SET {assignments} "
              f"WHERE {_quote('id')} = %s AND {_quote('runner')} = %s RETURNING {_quote('id')})"]
     params += [turn_id, runner]
-    # One INSERT per step (each replaces its own given values), one per model of the other rows.
-    inserts = [(TurnStep, [{"turn_id": turn_id, "index": index, **step}], ("turn_id", "index")) for index, step in steps.items()]
-    inserts += [(model, group, ()) for model, group in _grouped(rows)]
-    for n, (model, group, conflict) in enumerate(inserts):
-        sql, values_params = _insert(model, group, "lease", conflict=conflict)
-        parts.append(f"w{n} AS ({sql})")
-        params += values_params
+    insert_parts, insert_params = _inserts(turn_id=turn_id, steps=steps, rows=rows, source="lease")
+    parts += insert_parts
+    params += insert_params
     with connection.cursor() as cursor:
         cursor.execute(f"WITH {', '.join(parts)} SELECT count(*) FROM lease", params)
         held = cursor.fetchone()[0]
@@ -107,25 +118,27 @@ def step_write(*, turn_id, runner: str, lease_until, steps: dict, turn: dict, ro
 
 
 def reply_write(*, turn_id, conversation_id, runner: str, reply: str, status: str, error_code: str,
-                error_detail: str, event_data: dict, finished_at) -> bool:
+                error_detail: str, event_data: dict, finished_at, steps: dict | None = None, turn: dict | None = None,
+                rows: tuple = ()) -> bool:
     """The turn's one reply (R10), in one statement: the agent's message, the reply event and the
-    final status, only if `runner` holds the turn and no reply is stored yet. Returns whether
-    this call stored it."""
+    final status, with the writes the turn still holds back (`steps`, `turn` changes, `rows`, as
+    in `step_write`: the reply step, the loop's last model step), only if `runner` holds the turn
+    and no reply is stored yet. Returns whether this call stored it."""
     message = Message(conversation_id=conversation_id, role=Message.Role.AGENT, text=reply)
     assignments, params = _assignments(Turn, {
-        "reply_id": message.pk, "status": status, "error_code": error_code, "error_detail": error_detail,
-        "finished_at": finished_at, "lease_expires_at": None, "runner": "",
+        **(turn or {}), "reply_id": message.pk, "status": status, "error_code": error_code,
+        "error_detail": error_detail, "finished_at": finished_at, "lease_expires_at": None, "runner": "",
     })
     parts = [f"done AS (UPDATE {_quote(Turn._meta.db_table)} SET {assignments} WHERE {_quote('id')} = %s "
              f"AND {_quote('runner')} = %s AND {_quote('reply_id')} IS NULL RETURNING {_quote('id')})"]
     params += [turn_id, runner]
-    for n, (model, values) in enumerate([
+    insert_parts, insert_params = _inserts(turn_id=turn_id, steps=steps or {}, source="done", rows=[
+        *rows,
         (Message, {"id": message.pk, "conversation_id": conversation_id, "role": message.role, "text": reply}),
         (TurnEvent, {"turn_id": turn_id, "kind": TurnEvent.Kind.REPLY, "text": reply, "data": event_data}),
-    ]):
-        sql, values_params = _insert(model, [values], "done")
-        parts.append(f"w{n} AS ({sql})")
-        params += values_params
+    ])
+    parts += insert_parts
+    params += insert_params
     with connection.cursor() as cursor:
         cursor.execute(f"WITH {', '.join(parts)} SELECT count(*) FROM done", params)
         stored = bool(cursor.fetchone()[0])
@@ -136,24 +149,33 @@ def reply_write(*, turn_id, conversation_id, runner: str, reply: str, status: st
 
 @cache
 def _claim_sql() -> str:
-    turn = Turn._meta.db_table
+    turn, message = Turn._meta.db_table, Message._meta.db_table
     selected = ", ".join(f"{alias}.{_quote(field.column)}" for alias, model in (("t", Turn), ("c", Conversation), ("m", Message))
                          for field in model._meta.concrete_fields)
+    # The conversation's newest messages before this one, newest first, one more than the history
+    # holds (so the caller knows whether there are older ones): a JSON array of [role, text].
+    newest = (
+        f"(SELECT json_agg(json_build_array(h.role, h.text) ORDER BY h.created_at DESC, h.id DESC) FROM "
+        f"(SELECT e.role, e.text, e.created_at, e.id FROM {_quote(message)} e WHERE e.conversation_id = t.conversation_id "
+        f"AND e.created_at < m.created_at AND e.id <> m.id ORDER BY e.created_at DESC, e.id DESC LIMIT %s) h)"
+    )
     return (
         f"WITH claimed AS (UPDATE {_quote(turn)} SET status = %s, runner = %s, lease_expires_at = %s, runs = runs + 1, "
         f"started_at = COALESCE(started_at, %s) WHERE id = %s AND status IN (%s, %s) "
         f"AND (lease_expires_at IS NULL OR lease_expires_at < %s) RETURNING *) "
-        f"SELECT {selected} FROM claimed t JOIN {_quote(Conversation._meta.db_table)} c ON c.id = t.conversation_id "
-        f"JOIN {_quote(Message._meta.db_table)} m ON m.id = t.message_id"
+        f"SELECT {selected}, {newest} FROM claimed t JOIN {_quote(Conversation._meta.db_table)} c ON c.id = t.conversation_id "
+        f"JOIN {_quote(message)} m ON m.id = t.message_id"
     )
 
 
-def turn_claim(*, turn_id, runner: str, lease_until, now) -> Turn | None:
+def turn_claim(*, turn_id, runner: str, lease_until, now) -> tuple[Turn, list] | None:
     """Take the turn unless it is finished or another runner holds a live lease: the turn with its
-    conversation and message, in one statement; None when it is not this runner's."""
+    conversation and message, and the conversation's newest HISTORY_MESSAGES + 1 messages before
+    it as (role, text), newest first (runtime/selectors.py: `history_before`), in one statement;
+    None when it is not this runner's."""
     with connection.cursor() as cursor:
         cursor.execute(_claim_sql(), [Turn.Status.RUNNING, runner, lease_until, now, turn_id, Turn.Status.QUEUED,
-                                      Turn.Status.RUNNING, now])
+                                      Turn.Status.RUNNING, now, HISTORY_MESSAGES + 1])
         row = cursor.fetchone()
     if row is None:
         return None
@@ -165,7 +187,10 @@ def turn_claim(*, turn_id, runner: str, lease_until, now) -> Turn | None:
     turn, conversation, message = instances
     Turn._meta.get_field("conversation").set_cached_value(turn, conversation)
     Turn._meta.get_field("message").set_cached_value(turn, message)
-    return turn
+    newest = row[start]
+    if isinstance(newest, str):  # a driver that does not decode json
+        newest = json.loads(newest)
+    return turn, [tuple(pair) for pair in newest or ()]
 
 
 def _wake(turn_id):

@@ -23,6 +23,7 @@ from runtime.builtins.registry import TOOLS, BuiltinTool, Context, call_builtin,
 from runtime.builtins.skills import NAME as INVOKE_SKILL
 from runtime.builtins.skills import reserved_tools, skill_tool, skills_for
 from tenants.selectors import current_tenant
+from tools.catalog_cache import cached
 from tools.gateway import CallContext, CallOutcome
 from tools.models import ToolCall
 
@@ -54,7 +55,8 @@ class TurnBuiltins:
         if public_on and any(tool.public for tool in attached.values()):
             # One switch turns both on (R13): a search is read further, a page leads to a search.
             attached.update({name: tool for name, tool in TOOLS.items() if tool.public})
-        enabled = list(Skill.objects.filter(enabled=True))
+        # Read once per catalog generation and process, like the offered tools (runtime/signals.py).
+        enabled = cached(("enabled-skills",), lambda: list(Skill.objects.filter(enabled=True)))
         skills = skills_for(message, enabled)
         if skills:
             attached[INVOKE_SKILL] = skill_tool(skills)

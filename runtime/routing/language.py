@@ -31,6 +31,11 @@ def _detector():
     return _identifier
 
 
+def preload():
+    """Load the detector now (a worker at start, asixto/celery.py), not on a turn's path."""
+    _detector()
+
+
 def _guess(text: str) -> tuple[str | None, float]:
     if len(tokens(text)) < MIN_WORDS:
         return None, 0.0

@@ -83,3 +83,22 @@ def test_a_builtin_a_skill_names_waits_for_the_skill_and_a_rerun_reloads_it(alph
     again = model.requests[before]
     assert "asixto__draw_chart" in [tool["function"]["name"] for tool in again["tools"]]
     assert "REPORTES" in again["messages"][0]["content"]
+
+
+def test_a_skill_added_or_disabled_reaches_the_next_turn_of_a_running_process(committed_world, django_db_blocker):
+    """R12, P4: the enabled skills are read once per catalog generation and process, not per turn;
+    adding a skill or disabling it renews the generation, so the very next turn offers it, or not."""
+    from runtime.builtins.skills import skill_save
+
+    world = committed_world
+    model, server = served([say("Hola."), say("Hola."), say("Hola.")])
+    with django_db_blocker.unblock(), server as url, agent(world, f"{url}/v1"):
+        run(world, post(world, "Mi router está en garantía"))  # no skill yet: read, and kept
+        with world.schema():
+            skill = skill_save(data={"name": "garantias", "description": "Reclamos de garantía", "triggers": "garantía",
+                                     "instructions": "Pide la factura.", "tools": []})
+        run(world, post(world, "Mi router está en garantía"))
+        with world.schema():
+            skill_save(skill=skill, data={"enabled": False})
+        run(world, post(world, "Mi router está en garantía"))
+    assert [INVOKE in model.tool_names(n) for n in range(3)] == [False, True, False]

@@ -18,11 +18,14 @@ SEARCH = "soporte__buscar_producto"
 # stored with the tool step it asks for, its status event and the lease; the tool step done; and
 # the tenant's search_path set on the connection taken back after each of the two waits.
 MAX_STATEMENTS_PER_ITERATION = 4
-# Statements of the rest of a turn: claiming it with its conversation and message (1), reading the
-# history and the agent's options (3; the catalog comes from the process's cache), the loop's
-# answer step, the reply step, the reply with its event and final status (3), and the search_path
-# on each connection taken (4).
-MAX_STATEMENTS_PER_TURN = 11
+# Statements of the rest of a turn: claiming it with its conversation, message and recent history
+# (1; the catalog and the skills come from the process's cache), the loop's answer step before the
+# reply's wait (1), the reply with the reply step, its event and final status (1), and the
+# search_path on each connection taken (3). It was 10 when the history, the skills and the reply
+# step each had a statement of their own.
+MAX_STATEMENTS_PER_TURN = 6
+# A turn in which the model answers at once: the claim and the reply, each on a connection of its own.
+MAX_STATEMENTS_WITHOUT_TOOLS = 4
 
 
 def statements_of_a_turn(world, tool_calls: int) -> tuple[int, object]:
@@ -37,13 +40,15 @@ def statements_of_a_turn(world, tool_calls: int) -> tuple[int, object]:
 
 
 def test_an_iteration_of_the_tool_loop_costs_a_few_statements(committed_world, django_db_blocker):
-    """P3, R10: a turn with three tool calls sends at most MAX_STATEMENTS_PER_ITERATION more
-    statements per iteration than a turn with one, and the whole turn stays within its bound;
-    every step, status event and the one reply are stored all the same."""
+    """P3, P4, R10: a turn with three tool calls sends at most MAX_STATEMENTS_PER_ITERATION more
+    statements per iteration than a turn with one, the whole turn stays within its bound, and so
+    does a turn without tool calls; every step, status event and the one reply are stored all
+    the same."""
     world, log = committed_world, []
     with django_db_blocker.unblock(), serve_asgi(recording_app(build_app(SupportDesk()), log)) as tool_url:
         register_soporte(world, tool_url)
         statements_of_a_turn(world, 1)  # warms the catalog cache and the validators
+        none, _turn = statements_of_a_turn(world, 0)
         one, _turn = statements_of_a_turn(world, 1)
         three, turn = statements_of_a_turn(world, 3)
         with world.schema():
@@ -63,3 +68,4 @@ def test_an_iteration_of_the_tool_loop_costs_a_few_statements(committed_world, d
     per_iteration = (three - one) / 2
     assert per_iteration <= MAX_STATEMENTS_PER_ITERATION, f"{per_iteration} statements per iteration"
     assert one - per_iteration <= MAX_STATEMENTS_PER_TURN, f"{one} statements for a turn of one tool call"
+    assert none <= MAX_STATEMENTS_WITHOUT_TOOLS, f"{none} statements for a turn without tool calls"

@@ -1,0 +1,24 @@
+"""Signal receivers of the runtime:
+- a change to a skill renews the tenant's catalog generation, so every process re-reads the
+  enabled skills (cached with the offered tools, runtime/builtins/) within the catalog cache's
+  bound (tools/catalog_cache.py): skills hold catalog tools back (R12);
+- a sync that stored a new catalog version queues its routing index, built off the turn path (R6)."""
+
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import receiver
+
+from runtime.builtins.models import Skill
+from tools.catalog_cache import catalog_changed
+from tools.signals import catalog_version_stored
+
+
+@receiver([post_save, post_delete], sender=Skill)
+def _skills_changed(**_kwargs):
+    catalog_changed()
+
+
+@receiver(catalog_version_stored)
+def _catalog_version_stored(**_kwargs):
+    from runtime.routing.index_store import queue_build_after_commit
+
+    queue_build_after_commit()
