@@ -248,7 +248,7 @@ def _rank_positions(values: np.ndarray) -> np.ndarray:
 
 def _ranked(index: CatalogIndex, parts: list[tuple[float, Reading]]) -> list[tuple[str, float]]:
     """The candidates of the readings in `parts` (weight, reading), with their scores added: the best
-    score first, then the best by the fused rankings (FUSED_SIGNALS) among the others."""
+    score, and the best two of the others by the fused rankings (FUSED_SIGNALS); listed best score first."""
     scores = sum(weight * reading.scores for weight, reading in parts)
     order = np.argsort(-scores, kind="stable")
     fused = 1 / (FUSION_K + _rank_positions(scores))
@@ -261,7 +261,7 @@ def _ranked(index: CatalogIndex, parts: list[tuple[float, Reading]]) -> list[tup
             fused += 1 / (FUSION_K + _rank_positions(combined))
     fused[order[0]] = np.inf
     chosen = np.lexsort((-scores, -fused))[:MAX_CANDIDATES]  # by fused rank, ties by score
-    return [(index.cards[i].name, round(float(scores[i]), 4)) for i in chosen]
+    return [(index.cards[i].name, round(float(scores[i]), 4)) for i in sorted(chosen, key=lambda i: -scores[i])]
 
 
 def _last(messages: list[dict], role: str, before: int) -> str:
