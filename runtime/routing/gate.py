@@ -23,7 +23,11 @@ The conversation counts: a message that only makes sense with the previous ones 
 "el 12345", "sí, por favor" after the agent offered to do something) is ranked together with
 the previous request (and a little of the agent's reply), and needs a tool if either does.
 
-`check(index, messages)` returns a `GateResult`: `needs_tool`, the candidates best first with
+The candidates are the best score and two more chosen by reciprocal rank fusion of the score's ranking
+with the rankings of single signals (words, USE requests, e5 views): the router and the composed step
+see them, so a tool one strong signal prefers is worth a slot more than the score's third best.
+
+`check(index, messages)` returns a `GateResult`: `needs_tool`, the candidates best score first with
 their scores, and why (for the turn record and the evaluation).
 """
 
