@@ -23,7 +23,11 @@ The conversation counts: a message that only makes sense with the previous ones 
 "el 12345", "sí, por favor" after the agent offered to do something) is ranked together with
 the previous request (and a little of the agent's reply), and needs a tool if either does.
 
-`check(index, messages)` returns a `GateResult`: `needs_tool`, the candidates best first with
+The candidates are the best score and two more chosen by reciprocal rank fusion of the score's ranking
+with the rankings of single signals (words, USE requests, e5 views): the router and the composed step
+see them, so a tool one strong signal prefers is worth a slot more than the score's third best.
+
+`check(index, messages)` returns a `GateResult`: `needs_tool`, the candidates best score first with
 their scores, and why (for the turn record and the evaluation).
 """
 
@@ -42,6 +46,12 @@ MAX_CANDIDATES = 3
 W_ABOUT, W_ASKS, W_ABOUT_E5, W_INPUTS_E5, W_ASKS_E5 = 1.0, 0.5, 1.0, 2.0, 2.0
 W_LEX, LEX_CAP, W_KIND = 0.06, 6.0, 0.35
 FOLLOW_UP_AGENT = 0.3  # share of the agent's last reply in a follow-up's ranking
+# The first candidate is the score's best; the second and third are fused (`_ranked`): the score's ranking
+# and the rankings of a few single signals, each tool worth Σ 1 / (FUSION_K + its rank) (reciprocal rank
+# fusion), so a tool one strong signal prefers gets a slot the added score would give to another. Signals
+# and constant chosen by leave-one-file-out cross-validation on the development files of datasets/ only.
+FUSED_SIGNALS = ("lexical", "asks", "about_e5")
+FUSION_K = 1.0
 SMALL_TALK_SIMILARITY = 0.78  # this close to a small-talk phrase, with no tool word in it: none
 # The gate: P(needs a tool) = logistic(GATE_BIAS + Σ coefficient × feature), features in the order
 # of `gate_features`. Fitted by datasets/fit_gate.py on the dev files (see datasets/README.md).
@@ -226,9 +236,36 @@ def tool_probability(reading: Reading) -> float:
     return _logistic(CHEAP_BIAS, CHEAP_COEFFICIENTS, cheap_features(reading))
 
 
-def _ranked(index: CatalogIndex, scores: np.ndarray) -> list[tuple[str, float]]:
-    order = np.argsort(-scores, kind="stable")[:MAX_CANDIDATES]
-    return [(index.cards[i].name, round(float(scores[i]), 4)) for i in order]
+def _signal(reading: Reading, name: str) -> np.ndarray | None:
+    """One signal of a reading, per tool (None: e5's, not read)."""
+    if name == "lexical":
+        return np.minimum(reading.signals.lexical, LEX_CAP)
+    return getattr(reading.signals, name)
+
+
+def _rank_positions(values: np.ndarray) -> np.ndarray:
+    """Each tool's place in the ranking by `values`: 1 for the best (ties in catalog order)."""
+    positions = np.empty(len(values), dtype=np.float64)
+    positions[np.argsort(-values, kind="stable")] = np.arange(1, len(values) + 1)
+    return positions
+
+
+def _ranked(index: CatalogIndex, parts: list[tuple[float, Reading]]) -> list[tuple[str, float]]:
+    """The candidates of the readings in `parts` (weight, reading), with their scores added: the best
+    score, and the best two of the others by the fused rankings (FUSED_SIGNALS); listed best score first."""
+    scores = sum(weight * reading.scores for weight, reading in parts)
+    order = np.argsort(-scores, kind="stable")
+    fused = 1 / (FUSION_K + _rank_positions(scores))
+    for name in FUSED_SIGNALS:
+        values = [_signal(reading, name) for _weight, reading in parts]
+        if any(v is None for v in values):
+            continue
+        combined = sum(weight * v for (weight, _reading), v in zip(parts, values))
+        if combined.max() > combined.min():  # a signal that ranks nothing (no word in common) has no say
+            fused += 1 / (FUSION_K + _rank_positions(combined))
+    fused[order[0]] = np.inf
+    chosen = np.lexsort((-scores, -fused))[:MAX_CANDIDATES]  # by fused rank, ties by score
+    return [(index.cards[i].name, round(float(scores[i]), 4)) for i in sorted(chosen, key=lambda i: -scores[i])]
 
 
 def _last(messages: list[dict], role: str, before: int) -> str:
@@ -253,13 +290,13 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
     previous_customer = _last(messages, "user", len(messages) - 1)
     previous_agent = _last(messages, "assistant", len(messages) - 1)
     (current,) = read(index, [text], cascade=cascade)
-    ranked = _ranked(index, current.scores)
+    ranked = _ranked(index, [(1.0, current)])
     # "Sí, por favor" to the agent's "¿Quieres que abra un caso?": the agent's offer is the subject.
     agrees = bool(_YES.match(fold(text).strip(" ¿?¡!"))) and previous_agent.rstrip().endswith("?") and current.words <= 3
     if agrees:
         (offer,) = read(index, [previous_agent], cascade=cascade)
         if offer is not None:
-            ranked = _ranked(index, offer.scores)
+            ranked = _ranked(index, [(1.0, offer)])
             if tool_probability(offer) >= FOLLOW_UP_THRESHOLD:
                 return GateResult(True, ranked, reason="agrees to the agent's offer", follow_up=True)
         return GateResult(False, ranked, reason="agrees, nothing offered")
@@ -272,14 +309,14 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
         readings = [current, *read(index, [previous_customer, previous_agent], cascade=False)]
         complete(index, readings, [0])
         current, request, reply = readings
-        probability, ranked = tool_probability(current), _ranked(index, current.scores)
-        combined = current.scores.copy()
+        probability, ranked = tool_probability(current), _ranked(index, [(1.0, current)])
+        combined = [(1.0, current)]
         inherited = 0.0
         if request is not None:
-            combined += request.scores
+            combined.append((1.0, request))
             inherited = tool_probability(request)
         if reply is not None:
-            combined += FOLLOW_UP_AGENT * reply.scores
+            combined.append((FOLLOW_UP_AGENT, reply))
             if current.only_data:  # "1020304050" after "¿cuál es tu número de documento?"
                 inherited = max(inherited, tool_probability(reply))
         if probability < GATE_THRESHOLD and inherited >= FOLLOW_UP_THRESHOLD:

@@ -100,3 +100,19 @@ def test_a_kind_no_tool_does_counts_only_where_every_tools_verb_has_a_known_kind
     (desk,) = read(catalog_index(CARDS), ["Calculate the square root of 81"])
     (mixed,) = read(catalog_index([*CARDS, tabulate]), ["Calculate the square root of 81"])
     assert desk.foreign and not mixed.foreign
+
+
+def test_a_tool_one_strong_signal_prefers_gets_a_candidate_slot():
+    """R6: the first candidate is the best score; the other two slots are fused from the rankings of
+    single signals too, so a tool the words and e5's views rank high is a candidate even where the
+    added score puts it fourth or lower (a ride asked in words the bus and home tools share)."""
+    from runtime.routing.gate import read
+
+    bfcl = catalog_index([ToolCard.from_definition(d) for d in json.loads((CATALOG.parent / "bfcl_sgd_catalog.json").read_text())])
+    text = "Find me a ride to 22 Pine Street, luxury please."
+    result = check(bfcl, conversation(text))
+    (reading,) = read(bfcl, [text])
+    names = [name for name, _score in result.candidates]
+    assert "RideSharing_2_GetRide" in names
+    assert names[0] == bfcl.cards[int(reading.scores.argmax())].name
+    assert [s for _n, s in result.candidates] == sorted((s for _n, s in result.candidates), reverse=True)
