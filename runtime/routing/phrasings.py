@@ -82,7 +82,8 @@ _CUES = {
     "search": r"tiene[ns]?|vende[ns]?|venta|cuanto (cuesta|cuestan|vale|valen)|precio|busco|buscando|comprar|catalogo|"
               r"opciones|do you (have|sell)|how much|price|looking for|buy|find me|show me|muestrame|find|search|"
               r"look(ing)? (for|up)|lookup|busca(r|me|ndo)?|encontrar|encuentra(me)?|any (good|nice)|recommend|"
-              r"recomienda|suggest|suger|are there|is there any|hay (algun|alguna|algo)",
+              r"recomienda|suggest|suger|are there|is there any|hay (algun|alguna|algo)|les queda(n)?|existencias|en stock|"
+              r"in stock|todavia (tienen|hay|venden)|still (have|sell)|available",
     "locate": rf"donde (queda|quedan|esta|estan|hay)|{_PLACES}|cerca|near|nearest|closest",
     "status": r"como va|en que (va|estado)|estado|donde (esta|va)|ya (llego|despacharon|resolvieron)|cuando (llega|me llega)|"
               r"status|update on|where is|track|cuanto (debo|tengo que pagar)|cuantos|cuantas|me quedan|left|que (paso|ha pasado) con|"

@@ -82,6 +82,15 @@ def test_the_kind_of_action_asked_tells_asking_about_a_case_from_opening_one():
         assert result.needs_tool and result.best == "abrir_caso_soporte", text
 
 
+def test_asking_whether_a_product_is_still_in_stock_is_a_search():
+    """R6: "¿les quedan…?", "¿todavía venden…?", "in stock" ask the catalog for a product, in
+    chat and in speech, not to change a plan or a visit."""
+    for text in ("¿Les quedan cargadores USB-C de 30 W?", "eh todavía venden el parlante Flip 6",
+                 "Is the Galaxy Buds 3 in stock?"):
+        result = route(text)
+        assert result.needs_tool and result.best == "buscar_producto", text
+
+
 def test_a_request_of_a_kind_no_tool_does_needs_no_tool():
     """R6: working something out ("calculate the area…") is no tool's kind of action in a catalog of
     searches and bookings: no tool, even though "area" is a word of a tool (find homes by area)."""
