@@ -219,3 +219,52 @@ def test_records_of_several_tenants_in_one_batch_each_land_in_their_own_schema(c
     assert found == {schema: set(ids) for schema, ids in made.items()}
     assert all(len(ids) == 6 for ids in found.values())
     assert "one by one" not in caplog.text
+
+
+def test_moves_of_several_tenants_are_prepared_once_per_session_and_survive_lost_statements(committed_world, django_db_blocker, caplog):
+    """P1, G9, T1: the records of a batch of several tenants leave the staging table by one
+    statement per tenant, prepared once per database session; later batches reuse them. A session that lost them (DEALLOCATE ALL) still stores the
+    next batch whole, by the batch (not record by record), each record in its own schema."""
+    from django.utils import timezone
+
+    from tenants.models import Tenant
+    from tests.conftest import build_world
+
+    def values():
+        return {"id": uuid.uuid4(), "tool_name": "crm__x", "channel": "chat", "idempotency_key": "k", "outcome": "ok",
+                "started_at": timezone.now()}
+
+    def prepared_moves():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT name FROM pg_prepared_statements WHERE name LIKE 'asixto_move_records_%%'")
+            return sorted(row[0] for row in cursor.fetchall())
+
+    with django_db_blocker.unblock():
+        other = build_world(f"c{uuid.uuid4().hex[:10]}")
+        worlds = (committed_world, other)
+        try:
+            made = {world.tenant.schema_name: [] for world in worlds}
+
+            def batch():
+                # On this thread's own connection, as the writer does on its own.
+                items = [(world.tenant.schema_name, values()) for world in worlds for _ in range(2)]
+                for schema, record in items:
+                    made[schema].append(record["id"])
+                records._store(items)
+
+            connection.set_schema_to_public()
+            batch()
+            first = prepared_moves()
+            batch()
+            again = prepared_moves()
+            with connection.cursor() as cursor:
+                cursor.execute("DEALLOCATE ALL")
+            batch()
+            found = {world.tenant.schema_name: set(stored(world, [pk for ids in made.values() for pk in ids])) for world in worlds}
+        finally:
+            connection.set_schema_to_public()
+            Tenant.objects.get(pk=other.tenant.pk).delete(force_drop=True)
+    assert len(first) == 2 and again == first
+    assert found == {schema: set(ids) for schema, ids in made.items()}
+    assert all(len(ids) == 6 for ids in found.values())
+    assert "one by one" not in caplog.text

@@ -18,6 +18,7 @@ through `os._exit`, where `atexit` never runs: asixto/celery.py flushes on the w
 signals (`task_postrun`, `worker_process_shutdown`)."""
 
 import atexit
+import itertools
 import json
 import logging
 import math
@@ -25,6 +26,7 @@ import os
 import queue
 import threading
 import uuid
+import weakref
 
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 
@@ -108,6 +110,7 @@ def _forget_writer_after_fork():
     # have copied the queue while another thread held its lock: start afresh.
     global _queue, _urgent, _thread, _start_lock
     _queue, _urgent, _thread, _start_lock = queue.SimpleQueue(), threading.Event(), None, threading.Lock()
+    _prepared.clear()  # the child's writer opens sessions of its own
 
 
 os.register_at_fork(after_in_child=_forget_writer_after_fork)
@@ -178,7 +181,9 @@ def _store(batch):
             failure = exc
         except DatabaseError as exc:
             failure = exc
-            break
+            if not _forget_prepared():
+                break
+            # The session may have lost a statement prepared on it: once more, preparing afresh.
     log.warning("a batch of %d call records failed (%s); storing them one by one", len(rows), failure)
     _insert_one_by_one(rows)
 
@@ -197,11 +202,42 @@ def _insert(rows):
                 for _schema, row in rows:
                     copy.write_row(row)
             return
-        cursor.execute(f"{_NO_FSYNC_WAIT}; {_STAGING_TABLE}")
+        moves, preparing = _moves(schemas)
+        cursor.execute("; ".join([_NO_FSYNC_WAIT, _STAGING_TABLE, *preparing]))
         with cursor.cursor.copy(_STAGING_COPY) as copy:
             for schema, row in rows:
                 copy.write_row([schema, *row])
-        cursor.execute("; ".join(_move_sql(schema) for schema in schemas))
+        cursor.execute("; ".join(moves))
+
+
+# The move of each tenant's records out of the staging table is prepared once per writer
+# session and schema: parsing and planning an INSERT … SELECT per tenant was most of
+# PostgreSQL's work for a batch of many tenants' records (P1). Session → schema → name; a new
+# session (a new connection) starts with none. Past MAX_PREPARED schemas in one session, the
+# other schemas' moves are sent as plain statements (the session's memory stays bounded).
+MAX_PREPARED = 1000
+_prepared: "weakref.WeakKeyDictionary[object, dict[str, str]]" = weakref.WeakKeyDictionary()
+# Names are never reused: a statement of a forgotten batch may still exist in its session.
+_statement_numbers = itertools.count()
+
+
+def _moves(schemas) -> tuple[list[str], list[str]]:
+    """(the statements that move each schema's records, the PREPAREs they need first)."""
+    names = _prepared.setdefault(connection.connection, {})
+    moves, preparing = [], []
+    for schema in schemas:
+        name = names.get(schema)
+        if name is None and len(names) < MAX_PREPARED:
+            name = names[schema] = f"asixto_move_records_{next(_statement_numbers)}"
+            preparing.append(f"PREPARE {name} AS {_move_sql(schema)}")
+        moves.append(f"EXECUTE {name}" if name is not None else _move_sql(schema))
+    return moves, preparing
+
+
+def _forget_prepared() -> bool:
+    """Forget what this session prepared (after a failed batch); whether there was any."""
+    session = connection.connection
+    return session is not None and bool(_prepared.pop(session, None))
 
 
 def _insert_one_by_one(rows):
