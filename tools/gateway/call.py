@@ -12,6 +12,7 @@ recorded as a code and plain params (rendered in each reader's language, A3) and
 for logs, with every configured secret of the server blanked out of both (T7).
 """
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -139,11 +140,21 @@ def call_tool(*, arguments: dict, context: CallContext, name: str | None = None,
     tenant = current_tenant()
     tool = find_tool(name=name, tool_id=tool_id)
     shown_name = tool.prefixed_name if tool else (name or str(tool_id))
-    with translation.override(tenant.language or settings.LANGUAGE_CODE):
+    with _in_language(tenant.language or settings.LANGUAGE_CODE):
         outcome = _call(tool, shown_name, arguments, context, tenant)
     outcome.duration_ms = (time.perf_counter() - started) * 1000
     outcome.record_id = _record(tool, shown_name, arguments, context, outcome, started_at)
     return outcome
+
+
+_SAME_LANGUAGE = contextlib.nullcontext()
+
+
+def _in_language(language: str):
+    """translation.override(language), or nothing to do when it is already the active one (a
+    worker runs its tenant's turns in the tenant's language): activating and restoring it again
+    cost more than a tool's validation (P1)."""
+    return _SAME_LANGUAGE if translation.get_language() == language else translation.override(language)
 
 
 def _refusal(kind, text, error=""):
@@ -220,25 +231,35 @@ def _send(tool, arguments, context, company_id):
     # Auth headers and secret stdio variables: what the server was given, it may echo (T7).
     route = _Route(server, headers, secrets_of(server.secret_values), time.monotonic() + server.timeout_seconds)
     direct = server.transport == McpServer.Transport.STREAMABLE_HTTP and not server.is_legacy and server.discover_result
-    # Refusals are recorded in English (the `error` of logs), whatever language the call runs in.
-    with translation.override("en"):
-        try:
-            if server.transport != McpServer.Transport.STDIO:
-                # Again at call time, on every path: DNS answers change (M2). The look-up has the
-                # call's deadline too.
-                check_url(server.url, timeout=route.deadline - time.monotonic())
-            route.target = None if direct else server_target(server)
-        except LookupTimedOut:
-            params = {"url": safe_url(server.url), "method": f"tools/call {tool.name}"}
-            return _failed(outcome, ToolCall.Outcome.CONNECT_ERROR, LookupTimedOut.kind, params, route.secrets, tool), None
-        except OutboundRefused as exc:
-            params = {"url": safe_url(server.url), "detail": exc.message}
-            return _failed(outcome, ToolCall.Outcome.REFUSED, "outbound_refused", params, route.secrets, tool), None
-        except Exception as exc:  # an unapproved command, a bad URL: the server cannot be reached
-            params = {"detail": str(getattr(exc, "message", None) or exc)}
-            return _failed(outcome, ToolCall.Outcome.CONNECT_ERROR, "unreachable", params, route.secrets, tool), None
+    # Refusals are recorded in English (the `error` of logs), whatever language the call runs in:
+    # an outbound refusal from its English msgid and values (no language switch on every call
+    # for the one that may fail), anything else made with English active.
+    try:
+        if server.transport != McpServer.Transport.STDIO:
+            # Again at call time, on every path: DNS answers change (M2). The look-up has the
+            # call's deadline too.
+            check_url(server.url, timeout=route.deadline - time.monotonic())
+        if not direct:
+            with translation.override("en"):
+                route.target = server_target(server)
+    except LookupTimedOut:
+        params = {"url": safe_url(server.url), "method": f"tools/call {tool.name}"}
+        return _failed(outcome, ToolCall.Outcome.CONNECT_ERROR, LookupTimedOut.kind, params, route.secrets, tool), None
+    except OutboundRefused as exc:
+        params = {"url": safe_url(server.url), "detail": _in_english(exc)}
+        return _failed(outcome, ToolCall.Outcome.REFUSED, "outbound_refused", params, route.secrets, tool), None
+    except Exception as exc:  # an unapproved command, a bad URL: the server cannot be reached
+        params = {"detail": str(getattr(exc, "message", None) or exc)}
+        return _failed(outcome, ToolCall.Outcome.CONNECT_ERROR, "unreachable", params, route.secrets, tool), None
     with secrets_in_scope(route.secrets):  # whatever the libraries underneath log, without them (T7)
         return _attempts(tool, route, arguments, context, company_id, outcome)
+
+
+def _in_english(refused: OutboundRefused) -> str:
+    """A refusal's text in English: its msgid with its values (English is the source language)."""
+    if not refused.code:
+        return str(refused.message)
+    return refused.code % refused.params if refused.params else refused.code
 
 
 def _attempts(tool, route, arguments, context, company_id, outcome):
