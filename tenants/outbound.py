@@ -253,7 +253,10 @@ def vet(*, scheme: str, host: str, addresses: Sequence[Address], policy: Outboun
     policy.vet(scheme=scheme, host=host, addresses=addresses)
 
 
+@lru_cache(maxsize=1024)
 def literal_address(host: str) -> Address | None:
+    # Remembered: every tool call resolves its server's host again (M2), and parsing the
+    # literal is most of that for a server named by its address (addresses are immutable).
     try:
         return ipaddress.ip_address(host.strip("[]"))
     except ValueError:

@@ -268,3 +268,21 @@ def test_moves_of_several_tenants_are_prepared_once_per_session_and_survive_lost
     assert found == {schema: set(ids) for schema, ids in made.items()}
     assert all(len(ids) == 6 for ids in found.values())
     assert "one by one" not in caplog.text
+
+
+def test_a_recorded_result_is_stored_from_the_json_text_it_was_measured_by():
+    """P1, G9: the gateway encodes a result once, to measure it for the record; the writer
+    stores that text rather than encoding the result again. A result that text cannot be
+    stored as (a NUL, a lone surrogate, NaN, an object JSON cannot encode) is stored exactly
+    as before, cleaned; a result too long for the record is still cut."""
+    import json
+
+    from tools.gateway.call import RECORD_RESULT_CHARS, bounded_result
+
+    result = {"productos": [{"nombre": "Router WiFi 6 doble banda", "precio": "$ 189.900"}], "total": 1, "ñ": None}
+    kept = bounded_result(result)
+    assert records.storable_json(kept) is kept.text and json.loads(kept.text) == result
+    for odd in ({"a": "x\x00y"}, {"b": "\ud800"}, {"n": float("nan")}, {"o": object()}, {"deep": [[[[]]]]}):
+        assert records.storable_json(bounded_result(odd)) == records.storable_json(odd)
+    cut = bounded_result({"t": "x" * (RECORD_RESULT_CHARS + 10)})
+    assert set(cut) == {"cut_at_chars", "json_start"} and len(cut["json_start"]) == RECORD_RESULT_CHARS

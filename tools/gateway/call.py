@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
 import random
 import time
 import uuid
@@ -264,7 +265,7 @@ def _in_english(refused: OutboundRefused) -> str:
 
 def _attempts(tool, route, arguments, context, company_id, outcome):
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        request_id = f"req_{uuid.uuid4().hex[:20]}"
+        request_id = f"req_{os.urandom(10).hex()}"  # 20 hex digits (80 random bits)
         outcome.attempts, outcome.request_ids = attempt, [*outcome.request_ids, request_id]
         meta = build_meta(context, request_id, company_id)
         attempt_started = time.perf_counter()
@@ -384,12 +385,15 @@ def _server_said(text: str, secrets) -> str:
     return for_model(text, channel="chat", budget=SERVER_TEXT_CHARS, language="en", secrets=secrets).text
 def bounded_result(result, limit: int = RECORD_RESULT_CHARS):
     """The cleaned result as the record keeps it: whole up to `limit` characters of JSON, else
-    the start of its JSON text (a record must not grow with whatever a server sends)."""
+    the start of its JSON text (a record must not grow with whatever a server sends). Whole, it
+    goes with the (compact) JSON text it was measured by, which the record writer stores as it
+    is instead of encoding the result a second time (P1)."""
     if result is None:
         return None
-    text = _RECORD_JSON.encode(result)
+    encoded = records.encoded_json(result)
+    text = encoded.text if encoded is not None else _RECORD_JSON.encode(result)
     if len(text) <= limit:
-        return result
+        return encoded if encoded is not None else result
     return {"cut_at_chars": limit, "json_start": text[:limit]}
 
 

@@ -28,7 +28,7 @@ import threading
 import uuid
 import weakref
 
-from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, OperationalError, connection, connections, transaction
 
 from tools.models import ToolCall
 
@@ -66,8 +66,9 @@ _start_lock = threading.Lock()
 def submit(values: dict):
     """Store one call record; `values` are ToolCall field values by attribute name, `id` included."""
     _ensure_writer()
-    _queue.put((connection.schema_name, values))
-    if connection.in_atomic_block:
+    db = connections[DEFAULT_DB_ALIAS]  # the caller's own connection, looked up once
+    _queue.put((db.schema_name, values))
+    if db.in_atomic_block:
         # Not in the caller's transaction (it may roll back): on the writer's connection, now,
         # so the caller's next query sees the record.
         flush(timeout=IN_TRANSACTION_WAIT_SECONDS)
@@ -346,6 +347,8 @@ def storable_row(record: dict) -> list:
 
 def storable_text(value, limit: int) -> str:
     """`value` as text PostgreSQL accepts, at most `limit` characters."""
+    if type(value) is str and len(value) <= limit and value.isascii() and "\x00" not in value:
+        return value  # most text: nothing to change (ASCII has no surrogates)
     if not isinstance(value, str):
         value = str(value)
     if len(value) > limit:
@@ -363,12 +366,34 @@ def storable_text(value, limit: int) -> str:
 _STRICT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+class EncodedJson:
+    """A JSON value with its text, encoded already by whoever had to measure it (the gateway
+    measures a result before recording it): the writer stores the text, not a second encoding."""
+
+    __slots__ = ("text", "value")
+
+    def __init__(self, value, text: str):
+        self.value, self.text = value, text
+
+
+def encoded_json(value) -> EncodedJson | None:
+    """`value` with the JSON text storable_json would store for it; None when it has none
+    as it is (NaN, an object JSON cannot encode, nesting too deep)."""
+    try:
+        return EncodedJson(value, _STRICT_JSON.encode(value))
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
 def storable_json(value) -> str:
     """`value` as JSON text jsonb accepts (no \\u0000, no lone surrogates, no NaN)."""
     if not value and isinstance(value, list | dict):
         return "[]" if isinstance(value, list) else "{}"  # most of a record's lists are empty
     try:
-        text = _STRICT_JSON.encode(value)
+        if isinstance(value, EncodedJson):
+            text, value = value.text, value.value
+        else:
+            text = _STRICT_JSON.encode(value)
         text.encode("utf-8")
     except (ValueError, TypeError, RecursionError, UnicodeEncodeError):
         text = json.dumps(_clean_json(value, 0), ensure_ascii=False, separators=(",", ":"))
