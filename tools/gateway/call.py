@@ -20,7 +20,9 @@ import os
 import random
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from django.conf import settings
 from django.db import connection
@@ -200,7 +202,7 @@ def _call(tool, shown_name, arguments, context, tenant) -> CallOutcome:
         # A correctable error for the model; the server is never called (G2). It quotes the
         # server's schema, so it goes through the one sanitiser like anything else the model reads.
         shown_error = for_model(arguments_error, channel=context.channel, budget=300, language=tenant.language,
-                                secrets=configured_secrets(tool.server.secret_values)).text
+                                secrets=_secrets(tool.server).configured).text
         return _refusal(
             ToolCall.Outcome.INVALID_ARGUMENTS,
             _("The arguments for %(name)s are not valid: %(error)s. Correct them and call the tool again.")
@@ -212,13 +214,40 @@ def _call(tool, shown_name, arguments, context, tenant) -> CallOutcome:
     return _judge(tool, shown_name, result, outcome, context, tenant)
 
 
+@dataclass(frozen=True)
+class _ServerSecrets:
+    headers: Mapping[str, str]  # the auth headers to send
+    blanked: tuple[str, ...]  # out of errors, records and logs: each value and each word of it
+    configured: tuple[str, ...]  # out of what the model reads: see configured_secrets
+
+
+_SERVER_SECRETS: dict[tuple, _ServerSecrets] = {}
+_MAX_SERVER_SECRETS = 5000
+
+
+def _secrets(server: McpServer) -> _ServerSecrets:
+    """A server's auth headers and the secrets worked out from them and its secret variables,
+    once per server and configuration, not on every call (P1): the key is the server's id (each
+    tenant's servers apart) and its stored headers and variables themselves, so a changed secret
+    is a new entry at once."""
+    key = (server.pk, server.auth_headers, server.env_secrets)
+    found = _SERVER_SECRETS.get(key)
+    if found is None:
+        values = server.secret_values
+        found = _ServerSecrets(MappingProxyType(server.headers), tuple(secrets_of(values)), configured_secrets(values))
+        if len(_SERVER_SECRETS) >= _MAX_SERVER_SECRETS:
+            _SERVER_SECRETS.clear()
+        _SERVER_SECRETS[key] = found
+    return found
+
+
 @dataclass
 class _Route:
     """How one call reaches its server, fixed before the first attempt."""
 
     server: McpServer
-    headers: dict
-    secrets: list[str]
+    headers: Mapping[str, str]
+    secrets: tuple[str, ...]
     deadline: float  # time.monotonic() by which the whole call is over (G3)
     target: object = None  # the SDK's ServerTarget; None for the direct POST
 
@@ -228,9 +257,9 @@ def _send(tool, arguments, context, company_id):
     connections (G3)."""
     server = tool.server
     outcome = CallOutcome(outcome=ToolCall.Outcome.OK, model_text="")
-    headers = server.headers
+    secrets = _secrets(server)
     # Auth headers and secret stdio variables: what the server was given, it may echo (T7).
-    route = _Route(server, headers, secrets_of(server.secret_values), time.monotonic() + server.timeout_seconds)
+    route = _Route(server, secrets.headers, secrets.blanked, time.monotonic() + server.timeout_seconds)
     direct = server.transport == McpServer.Transport.STREAMABLE_HTTP and not server.is_legacy and server.discover_result
     # Refusals are recorded in English (the `error` of logs), whatever language the call runs in:
     # an outbound refusal from its English msgid and values (no language switch on every call
@@ -327,7 +356,7 @@ def _failed(outcome, kind, code, params, secrets, tool):
 
 
 def _judge(tool, shown_name, result, outcome, context, tenant) -> CallOutcome:
-    secrets = configured_secrets(tool.server.secret_values)  # never to the model, nor into a record (T7)
+    secrets = _secrets(tool.server).configured  # never to the model, nor into a record (T7)
     try:
         validator = compiled(tool.definition.get("outputSchema"), (tool.pk, tool.definition_hash, "output"))
     except UnusableSchema as exc:
