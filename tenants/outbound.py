@@ -86,14 +86,12 @@ class OutboundRefused(Exception):
             self.kind = kind
 
     def stored(self) -> dict:
-        """What a record keeps of this refusal: the English text (`detail`), and the msgid and its
-        values, so that a reader sees it in their own language (A3)."""
-        from django.utils import translation
-
+        """What a record keeps of this refusal: the English text (`detail`: the msgid with its
+        values, English being the source language), and the msgid and its values, so that a
+        reader sees it in their own language (A3)."""
         if not self.code:
             return {"detail": str(self.message)}
-        with translation.override("en"):
-            english = _(self.code) % self.params if self.params else _(self.code)
+        english = self.code % self.params if self.params else self.code
         return {"detail": english, "detail_code": self.code, "detail_params": {k: str(v) for k, v in self.params.items()}}
 
 
@@ -264,7 +262,10 @@ def vet(*, scheme: str, host: str, addresses: Sequence[Address], policy: Outboun
     policy.vet(scheme=scheme, host=host, addresses=addresses)
 
 
+@lru_cache(maxsize=1024)
 def literal_address(host: str) -> Address | None:
+    # Remembered: every tool call resolves its server's host again (M2), and parsing the
+    # literal is most of that for a server named by its address (addresses are immutable).
     try:
         return ipaddress.ip_address(host.strip("[]"))
     except ValueError:

@@ -1,8 +1,12 @@
 """HTTP clients for every outbound request (M2): they connect only where `tenants.outbound` allows.
 
     outbound_client(*, policy=None, headers=None, timeout=10.0, limits=None, verify=None,
-                    event_hooks=None) -> httpx.Client            (our own requests: the gateway,
-                                                                  the model client, webhooks)
+                    event_hooks=None) -> httpx.Client            (our own requests: the model
+                                                                  client, webhooks)
+    outbound_transport(*, policy=None, limits=None, verify=None)
+                    -> httpx.BaseTransport                        (the gateway's tool calls: the
+                                                                  same checked connections, sent
+                                                                  without httpx.Client's layer)
     outbound_async_client(...same...) -> httpx2.AsyncClient       (the MCP SDK's transports)
 
 Each new connection resolves the host, judges every address (`tenants.outbound.vet`) and then
@@ -304,6 +308,22 @@ def outbound_client(
         headers=dict(headers or {}), timeout=timeout, cookies=no_cookies(), follow_redirects=False,
         trust_env=False, event_hooks=dict(event_hooks or {}),
     )
+
+
+def outbound_transport(
+    *,
+    policy: OutboundPolicy | None = None,
+    limits: httpx.Limits | None = None,
+    verify: ssl.SSLContext | None = None,
+) -> httpx.BaseTransport:
+    """The transport under `outbound_client`, with the same checks on every new connection.
+
+    For a caller that builds its own `httpx.Request` (with its `timeout` extension) and needs
+    none of what httpx.Client adds around a request: no cookies, no redirects, no auth, no event
+    hooks. That layer costs about as much CPU as the rest of a small request on loopback (P1).
+    The caller closes each response."""
+    limits = limits or httpx.Limits()
+    return _CheckedTransport(policy=policy, verify=_verifying(verify or default_tls_context()), limits=limits)
 
 
 def outbound_async_client(

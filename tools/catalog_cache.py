@@ -14,7 +14,7 @@ import time
 import uuid
 
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django_tenants.utils import schema_context
 
 GENERATION_KEY = "asixto:catalog-generation:{schema}"
@@ -79,9 +79,10 @@ def _read_generations(schema):
 
 def cached(key: tuple, load):
     """`load()` through the cache, under the current schema and generation."""
-    if connection.in_atomic_block:
+    db = connections[DEFAULT_DB_ALIAS]  # this thread's connection, looked up once
+    if db.in_atomic_block:
         return load()
-    schema = connection.schema_name
+    schema = db.schema_name
     generation = _generation(schema)
     entry_key = (schema, *key)
     entry = _entries.get(entry_key)

@@ -219,3 +219,70 @@ def test_records_of_several_tenants_in_one_batch_each_land_in_their_own_schema(c
     assert found == {schema: set(ids) for schema, ids in made.items()}
     assert all(len(ids) == 6 for ids in found.values())
     assert "one by one" not in caplog.text
+
+
+def test_moves_of_several_tenants_are_prepared_once_per_session_and_survive_lost_statements(committed_world, django_db_blocker, caplog):
+    """P1, G9, T1: the records of a batch of several tenants leave the staging table by one
+    statement per tenant, prepared once per database session; later batches reuse them. A session that lost them (DEALLOCATE ALL) still stores the
+    next batch whole, by the batch (not record by record), each record in its own schema."""
+    from django.utils import timezone
+
+    from tenants.models import Tenant
+    from tests.conftest import build_world
+
+    def values():
+        return {"id": uuid.uuid4(), "tool_name": "crm__x", "channel": "chat", "idempotency_key": "k", "outcome": "ok",
+                "started_at": timezone.now()}
+
+    def prepared_moves():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT name FROM pg_prepared_statements WHERE name LIKE 'asixto_move_records_%%'")
+            return sorted(row[0] for row in cursor.fetchall())
+
+    with django_db_blocker.unblock():
+        other = build_world(f"c{uuid.uuid4().hex[:10]}")
+        worlds = (committed_world, other)
+        try:
+            made = {world.tenant.schema_name: [] for world in worlds}
+
+            def batch():
+                # On this thread's own connection, as the writer does on its own.
+                items = [(world.tenant.schema_name, values()) for world in worlds for _ in range(2)]
+                for schema, record in items:
+                    made[schema].append(record["id"])
+                records._store(items)
+
+            connection.set_schema_to_public()
+            batch()
+            first = prepared_moves()
+            batch()
+            again = prepared_moves()
+            with connection.cursor() as cursor:
+                cursor.execute("DEALLOCATE ALL")
+            batch()
+            found = {world.tenant.schema_name: set(stored(world, [pk for ids in made.values() for pk in ids])) for world in worlds}
+        finally:
+            connection.set_schema_to_public()
+            Tenant.objects.get(pk=other.tenant.pk).delete(force_drop=True)
+    assert len(first) == 2 and again == first
+    assert found == {schema: set(ids) for schema, ids in made.items()}
+    assert all(len(ids) == 6 for ids in found.values())
+    assert "one by one" not in caplog.text
+
+
+def test_a_recorded_result_is_stored_from_the_json_text_it_was_measured_by():
+    """P1, G9: the gateway encodes a result once, to measure it for the record; the writer
+    stores that text rather than encoding the result again. A result that text cannot be
+    stored as (a NUL, a lone surrogate, NaN, an object JSON cannot encode) is stored exactly
+    as before, cleaned; a result too long for the record is still cut."""
+    import json
+
+    from tools.gateway.call import RECORD_RESULT_CHARS, bounded_result
+
+    result = {"productos": [{"nombre": "Router WiFi 6 doble banda", "precio": "$ 189.900"}], "total": 1, "ñ": None}
+    kept = bounded_result(result)
+    assert records.storable_json(kept) is kept.text and json.loads(kept.text) == result
+    for odd in ({"a": "x\x00y"}, {"b": "\ud800"}, {"n": float("nan")}, {"o": object()}, {"deep": [[[[]]]]}):
+        assert records.storable_json(bounded_result(odd)) == records.storable_json(odd)
+    cut = bounded_result({"t": "x" * (RECORD_RESULT_CHARS + 10)})
+    assert set(cut) == {"cut_at_chars", "json_start"} and len(cut["json_start"]) == RECORD_RESULT_CHARS

@@ -52,3 +52,47 @@ def test_it_never_stores_shows_or_logs_a_secret_the_server_echoes(alpha, caplog,
     if mode in ("401", "rpc"):
         # The server's own words are kept (they help the admin), with the secrets blanked.
         assert "[redacted]" in row["error"] and "refused" in row["error"]
+
+
+def test_the_secrets_blanked_are_the_servers_current_ones_and_each_tenants_own(alpha, beta):
+    """T7, P1: what a call blanks is worked out once per server and configuration, not on every
+    call; after an admin changes the server's auth header, an echo of the new secret is blanked
+    at once, and two tenants' servers at the same URL each blank their own secrets."""
+    from tests.tools.gateway_support import context
+    from tools.gateway import call_tool
+    from tools.models import McpServer
+
+    old, new, other = "tok-Old4mN3pL5vR7sK2w", "tok-New8cW9bT6yJ1eD3f", "tok-Beta2xQ7rU4nM8hZ5"
+
+    class Peer(EchoPeer):
+        """Echoes, and keeps the Authorization header each call arrived with."""
+
+        def __init__(self):
+            super().__init__("rpc")
+            self.sent = []
+
+        async def answer(self, request, headers, send):
+            self.sent.append(headers.get("authorization", ""))
+            await super().answer(request, headers, send)
+
+    peer = Peer()
+
+    def call(world, tool):
+        with world.schema():
+            return call_tool(name=tool.prefixed_name, arguments={"consulta": "x"}, context=context())
+
+    with serve_asgi(peer.app()) as url:
+        mine = certified_tool(alpha, url, headers={"Authorization": f"Bearer {old}"}, discover=MODERN_DISCOVER)
+        theirs = certified_tool(beta, url, headers={"Authorization": f"Bearer {other}"}, discover=MODERN_DISCOVER)
+        before = call(alpha, mine)
+        with alpha.schema():
+            server = McpServer.objects.get(pk=mine.server_id)
+            server.auth_headers = json.dumps({"Authorization": f"Bearer {new}"})
+            server.save()
+        after = call(alpha, mine)
+        beta_outcome = call(beta, theirs)
+    assert peer.sent == [f"Bearer {old}", f"Bearer {new}", f"Bearer {other}"]
+    for outcome, secret in ((before, old), (after, new), (beta_outcome, other)):
+        assert outcome.outcome == "protocol_error" and "[redacted]" in outcome.error, outcome.error
+        for text in (outcome.error, json.dumps(outcome.error_params), outcome.model_text):
+            assert secret not in text and old not in text and other not in text and new not in text

@@ -12,13 +12,17 @@ recorded as a code and plain params (rendered in each reader's language, A3) and
 for logs, with every configured secret of the server blanked out of both (T7).
 """
 
+import contextlib
 import dataclasses
 import json
 import logging
+import os
 import random
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from django.conf import settings
 from django.db import connection
@@ -139,11 +143,21 @@ def call_tool(*, arguments: dict, context: CallContext, name: str | None = None,
     tenant = current_tenant()
     tool = find_tool(name=name, tool_id=tool_id)
     shown_name = tool.prefixed_name if tool else (name or str(tool_id))
-    with translation.override(tenant.language or settings.LANGUAGE_CODE):
+    with _in_language(tenant.language or settings.LANGUAGE_CODE):
         outcome = _call(tool, shown_name, arguments, context, tenant)
     outcome.duration_ms = (time.perf_counter() - started) * 1000
     outcome.record_id = _record(tool, shown_name, arguments, context, outcome, started_at)
     return outcome
+
+
+_SAME_LANGUAGE = contextlib.nullcontext()
+
+
+def _in_language(language: str):
+    """translation.override(language), or nothing to do when it is already the active one (a
+    worker runs its tenant's turns in the tenant's language): activating and restoring it again
+    cost more than a tool's validation (P1)."""
+    return _SAME_LANGUAGE if translation.get_language() == language else translation.override(language)
 
 
 def _refusal(kind, text, error=""):
@@ -188,7 +202,7 @@ def _call(tool, shown_name, arguments, context, tenant) -> CallOutcome:
         # A correctable error for the model; the server is never called (G2). It quotes the
         # server's schema, so it goes through the one sanitiser like anything else the model reads.
         shown_error = for_model(arguments_error, channel=context.channel, budget=300, language=tenant.language,
-                                secrets=configured_secrets(tool.server.secret_values)).text
+                                secrets=_secrets(tool.server).configured).text
         return _refusal(
             ToolCall.Outcome.INVALID_ARGUMENTS,
             _("The arguments for %(name)s are not valid: %(error)s. Correct them and call the tool again.")
@@ -200,13 +214,40 @@ def _call(tool, shown_name, arguments, context, tenant) -> CallOutcome:
     return _judge(tool, shown_name, result, outcome, context, tenant)
 
 
+@dataclass(frozen=True)
+class _ServerSecrets:
+    headers: Mapping[str, str]  # the auth headers to send
+    blanked: tuple[str, ...]  # out of errors, records and logs: each value and each word of it
+    configured: tuple[str, ...]  # out of what the model reads: see configured_secrets
+
+
+_SERVER_SECRETS: dict[tuple, _ServerSecrets] = {}
+_MAX_SERVER_SECRETS = 5000
+
+
+def _secrets(server: McpServer) -> _ServerSecrets:
+    """A server's auth headers and the secrets worked out from them and its secret variables,
+    once per server and configuration, not on every call (P1): the key is the server's id (each
+    tenant's servers apart) and its stored headers and variables themselves, so a changed secret
+    is a new entry at once."""
+    key = (server.pk, server.auth_headers, server.env_secrets)
+    found = _SERVER_SECRETS.get(key)
+    if found is None:
+        values = server.secret_values
+        found = _ServerSecrets(MappingProxyType(server.headers), tuple(secrets_of(values)), configured_secrets(values))
+        if len(_SERVER_SECRETS) >= _MAX_SERVER_SECRETS:
+            _SERVER_SECRETS.clear()
+        _SERVER_SECRETS[key] = found
+    return found
+
+
 @dataclass
 class _Route:
     """How one call reaches its server, fixed before the first attempt."""
 
     server: McpServer
-    headers: dict
-    secrets: list[str]
+    headers: Mapping[str, str]
+    secrets: tuple[str, ...]
     deadline: float  # time.monotonic() by which the whole call is over (G3)
     target: object = None  # the SDK's ServerTarget; None for the direct POST
 
@@ -216,34 +257,37 @@ def _send(tool, arguments, context, company_id):
     connections (G3)."""
     server = tool.server
     outcome = CallOutcome(outcome=ToolCall.Outcome.OK, model_text="")
-    headers = server.headers
+    secrets = _secrets(server)
     # Auth headers and secret stdio variables: what the server was given, it may echo (T7).
-    route = _Route(server, headers, secrets_of(server.secret_values), time.monotonic() + server.timeout_seconds)
+    route = _Route(server, secrets.headers, secrets.blanked, time.monotonic() + server.timeout_seconds)
     direct = server.transport == McpServer.Transport.STREAMABLE_HTTP and not server.is_legacy and server.discover_result
-    # Refusals are recorded in English (the `error` of logs), whatever language the call runs in.
-    with translation.override("en"):
-        try:
-            if server.transport != McpServer.Transport.STDIO:
-                # Again at call time, on every path: DNS answers change (M2). The look-up has the
-                # call's deadline too.
-                check_url(server.url, timeout=route.deadline - time.monotonic())
-            route.target = None if direct else server_target(server)
-        except LookupTimedOut:
-            params = {"url": safe_url(server.url), "method": f"tools/call {tool.name}"}
-            return _failed(outcome, ToolCall.Outcome.CONNECT_ERROR, LookupTimedOut.kind, params, route.secrets, tool), None
-        except OutboundRefused as exc:
-            params = {"url": safe_url(server.url), **exc.stored()}
-            return _failed(outcome, ToolCall.Outcome.REFUSED, "outbound_refused", params, route.secrets, tool), None
-        except Exception as exc:  # an unapproved command, a bad URL: the server cannot be reached
-            params = {"detail": str(getattr(exc, "message", None) or exc)}
-            return _failed(outcome, ToolCall.Outcome.CONNECT_ERROR, "unreachable", params, route.secrets, tool), None
+    # Refusals are recorded in English (the `error` of logs), whatever language the call runs in:
+    # an outbound refusal as its msgid and values with their English text (A3) (no language switch on every call
+    # for the one that may fail), anything else made with English active.
+    try:
+        if server.transport != McpServer.Transport.STDIO:
+            # Again at call time, on every path: DNS answers change (M2). The look-up has the
+            # call's deadline too.
+            check_url(server.url, timeout=route.deadline - time.monotonic())
+        if not direct:
+            with translation.override("en"):
+                route.target = server_target(server)
+    except LookupTimedOut:
+        params = {"url": safe_url(server.url), "method": f"tools/call {tool.name}"}
+        return _failed(outcome, ToolCall.Outcome.CONNECT_ERROR, LookupTimedOut.kind, params, route.secrets, tool), None
+    except OutboundRefused as exc:
+        params = {"url": safe_url(server.url), **exc.stored()}
+        return _failed(outcome, ToolCall.Outcome.REFUSED, "outbound_refused", params, route.secrets, tool), None
+    except Exception as exc:  # an unapproved command, a bad URL: the server cannot be reached
+        params = {"detail": str(getattr(exc, "message", None) or exc)}
+        return _failed(outcome, ToolCall.Outcome.CONNECT_ERROR, "unreachable", params, route.secrets, tool), None
     with secrets_in_scope(route.secrets):  # whatever the libraries underneath log, without them (T7)
         return _attempts(tool, route, arguments, context, company_id, outcome)
 
 
 def _attempts(tool, route, arguments, context, company_id, outcome):
     for attempt in range(1, MAX_ATTEMPTS + 1):
-        request_id = f"req_{uuid.uuid4().hex[:20]}"
+        request_id = f"req_{os.urandom(10).hex()}"  # 20 hex digits (80 random bits)
         outcome.attempts, outcome.request_ids = attempt, [*outcome.request_ids, request_id]
         meta = build_meta(context, request_id, company_id)
         attempt_started = time.perf_counter()
@@ -305,7 +349,7 @@ def _failed(outcome, kind, code, params, secrets, tool):
 
 
 def _judge(tool, shown_name, result, outcome, context, tenant) -> CallOutcome:
-    secrets = configured_secrets(tool.server.secret_values)  # never to the model, nor into a record (T7)
+    secrets = _secrets(tool.server).configured  # never to the model, nor into a record (T7)
     try:
         validator = compiled(tool.definition.get("outputSchema"), (tool.pk, tool.definition_hash, "output"))
     except UnusableSchema as exc:
@@ -363,12 +407,15 @@ def _server_said(text: str, secrets) -> str:
     return for_model(text, channel="chat", budget=SERVER_TEXT_CHARS, language="en", secrets=secrets).text
 def bounded_result(result, limit: int = RECORD_RESULT_CHARS):
     """The cleaned result as the record keeps it: whole up to `limit` characters of JSON, else
-    the start of its JSON text (a record must not grow with whatever a server sends)."""
+    the start of its JSON text (a record must not grow with whatever a server sends). Whole, it
+    goes with the (compact) JSON text it was measured by, which the record writer stores as it
+    is instead of encoding the result a second time (P1)."""
     if result is None:
         return None
-    text = _RECORD_JSON.encode(result)
+    encoded = records.encoded_json(result)
+    text = encoded.text if encoded is not None else _RECORD_JSON.encode(result)
     if len(text) <= limit:
-        return result
+        return encoded if encoded is not None else result
     return {"cut_at_chars": limit, "json_start": text[:limit]}
 
 

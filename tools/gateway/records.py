@@ -18,6 +18,7 @@ through `os._exit`, where `atexit` never runs: asixto/celery.py flushes on the w
 signals (`task_postrun`, `worker_process_shutdown`)."""
 
 import atexit
+import itertools
 import json
 import logging
 import math
@@ -25,8 +26,9 @@ import os
 import queue
 import threading
 import uuid
+import weakref
 
-from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, OperationalError, connection, connections, transaction
 
 from tools.models import ToolCall
 
@@ -64,8 +66,9 @@ _start_lock = threading.Lock()
 def submit(values: dict):
     """Store one call record; `values` are ToolCall field values by attribute name, `id` included."""
     _ensure_writer()
-    _queue.put((connection.schema_name, values))
-    if connection.in_atomic_block:
+    db = connections[DEFAULT_DB_ALIAS]  # the caller's own connection, looked up once
+    _queue.put((db.schema_name, values))
+    if db.in_atomic_block:
         # Not in the caller's transaction (it may roll back): on the writer's connection, now,
         # so the caller's next query sees the record.
         flush(timeout=IN_TRANSACTION_WAIT_SECONDS)
@@ -108,6 +111,7 @@ def _forget_writer_after_fork():
     # have copied the queue while another thread held its lock: start afresh.
     global _queue, _urgent, _thread, _start_lock
     _queue, _urgent, _thread, _start_lock = queue.SimpleQueue(), threading.Event(), None, threading.Lock()
+    _prepared.clear()  # the child's writer opens sessions of its own
 
 
 os.register_at_fork(after_in_child=_forget_writer_after_fork)
@@ -178,7 +182,9 @@ def _store(batch):
             failure = exc
         except DatabaseError as exc:
             failure = exc
-            break
+            if not _forget_prepared():
+                break
+            # The session may have lost a statement prepared on it: once more, preparing afresh.
     log.warning("a batch of %d call records failed (%s); storing them one by one", len(rows), failure)
     _insert_one_by_one(rows)
 
@@ -197,11 +203,42 @@ def _insert(rows):
                 for _schema, row in rows:
                     copy.write_row(row)
             return
-        cursor.execute(f"{_NO_FSYNC_WAIT}; {_STAGING_TABLE}")
+        moves, preparing = _moves(schemas)
+        cursor.execute("; ".join([_NO_FSYNC_WAIT, _STAGING_TABLE, *preparing]))
         with cursor.cursor.copy(_STAGING_COPY) as copy:
             for schema, row in rows:
                 copy.write_row([schema, *row])
-        cursor.execute("; ".join(_move_sql(schema) for schema in schemas))
+        cursor.execute("; ".join(moves))
+
+
+# The move of each tenant's records out of the staging table is prepared once per writer
+# session and schema: parsing and planning an INSERT … SELECT per tenant was most of
+# PostgreSQL's work for a batch of many tenants' records (P1). Session → schema → name; a new
+# session (a new connection) starts with none. Past MAX_PREPARED schemas in one session, the
+# other schemas' moves are sent as plain statements (the session's memory stays bounded).
+MAX_PREPARED = 1000
+_prepared: "weakref.WeakKeyDictionary[object, dict[str, str]]" = weakref.WeakKeyDictionary()
+# Names are never reused: a statement of a forgotten batch may still exist in its session.
+_statement_numbers = itertools.count()
+
+
+def _moves(schemas) -> tuple[list[str], list[str]]:
+    """(the statements that move each schema's records, the PREPAREs they need first)."""
+    names = _prepared.setdefault(connection.connection, {})
+    moves, preparing = [], []
+    for schema in schemas:
+        name = names.get(schema)
+        if name is None and len(names) < MAX_PREPARED:
+            name = names[schema] = f"asixto_move_records_{next(_statement_numbers)}"
+            preparing.append(f"PREPARE {name} AS {_move_sql(schema)}")
+        moves.append(f"EXECUTE {name}" if name is not None else _move_sql(schema))
+    return moves, preparing
+
+
+def _forget_prepared() -> bool:
+    """Forget what this session prepared (after a failed batch); whether there was any."""
+    session = connection.connection
+    return session is not None and bool(_prepared.pop(session, None))
 
 
 def _insert_one_by_one(rows):
@@ -310,6 +347,8 @@ def storable_row(record: dict) -> list:
 
 def storable_text(value, limit: int) -> str:
     """`value` as text PostgreSQL accepts, at most `limit` characters."""
+    if type(value) is str and len(value) <= limit and value.isascii() and "\x00" not in value:
+        return value  # most text: nothing to change (ASCII has no surrogates)
     if not isinstance(value, str):
         value = str(value)
     if len(value) > limit:
@@ -327,12 +366,34 @@ def storable_text(value, limit: int) -> str:
 _STRICT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+class EncodedJson:
+    """A JSON value with its text, encoded already by whoever had to measure it (the gateway
+    measures a result before recording it): the writer stores the text, not a second encoding."""
+
+    __slots__ = ("text", "value")
+
+    def __init__(self, value, text: str):
+        self.value, self.text = value, text
+
+
+def encoded_json(value) -> EncodedJson | None:
+    """`value` with the JSON text storable_json would store for it; None when it has none
+    as it is (NaN, an object JSON cannot encode, nesting too deep)."""
+    try:
+        return EncodedJson(value, _STRICT_JSON.encode(value))
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
 def storable_json(value) -> str:
     """`value` as JSON text jsonb accepts (no \\u0000, no lone surrogates, no NaN)."""
     if not value and isinstance(value, list | dict):
         return "[]" if isinstance(value, list) else "{}"  # most of a record's lists are empty
     try:
-        text = _STRICT_JSON.encode(value)
+        if isinstance(value, EncodedJson):
+            text, value = value.text, value.value
+        else:
+            text = _STRICT_JSON.encode(value)
         text.encode("utf-8")
     except (ValueError, TypeError, RecursionError, UnicodeEncodeError):
         text = json.dumps(_clean_json(value, 0), ensure_ascii=False, separators=(",", ":"))
