@@ -1,13 +1,16 @@
 """P1: a tool call through the gateway against a bare HTTP POST of the same JSON-RPC body.
 
-    python bench/gateway_overhead.py [--blocks 40] [--block-size 25] [--tenants 1] [--profile]
+    python bench/gateway_overhead.py [--blocks 40] [--block-size 25] [--tenants 1] [--bare transport] [--profile]
     python bench/gateway_overhead.py --stdio [--blocks 40] [--block-size 25]
 
 `--profile` prints where one more block's time went (BENCH_SORT=tottime to sort by own time;
 BENCH_PROFILE_FILE=path also saves the statistics).
 
 The example MCP server (examples/soporte) runs in its own process on loopback. "Bare" is an
-httpx POST of the exact body the gateway sends (same headers, keep-alive client). "Gateway" is
+httpx POST of the exact body the gateway sends (same headers, keep-alive client); with
+`--bare transport` the request goes straight to httpx's transport, as the gateway's own does
+(without `httpx.Client`'s cookie, redirect and auth layer, which the gateway has no use for):
+the stricter baseline. "Gateway" is
 `call_tool`: tool lookup, policy, argument validation, `_meta`, the POST, output validation,
 sanitising and the call record in PostgreSQL.
 
@@ -92,6 +95,9 @@ def main():
     parser.add_argument("--blocks", type=int, default=40)
     parser.add_argument("--block-size", type=int, default=25)
     parser.add_argument("--tenants", type=int, default=1)
+    parser.add_argument("--bare", choices=("client", "transport"), default="client",
+                        help="the bare POST through httpx.Client (default) or straight to httpx's transport, as the "
+                             "gateway sends (no cookie, redirect or auth layer): the stricter baseline")
     parser.add_argument("--profile", action="store_true", help="profile one more gateway block and print where the time went")
     parser.add_argument("--stdio", action="store_true", help="the example server as a stdio child (live sessions)")
     args = parser.parse_args()
@@ -134,8 +140,15 @@ def main():
                    "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "buscar_producto"}
         body = gateway_http.build_body(1, "buscar_producto", arguments, build_meta(context, f"req_{uuid.uuid4().hex[:20]}", "bench"))
 
+        transport = httpx.HTTPTransport()
+
         def bare():
-            response = client.post(url, content=body, headers=headers)
+            if args.bare == "client":
+                response = client.post(url, content=body, headers=headers)
+            else:
+                response = transport.handle_request(httpx.Request("POST", url, content=body, headers=headers))
+                response.read()
+                response.close()
             assert response.status_code == 200
 
         turn = [0]
@@ -183,7 +196,7 @@ def main():
     where = f"over {args.tenants} tenants" if args.tenants > 1 else "one tenant"
     print(f"{args.blocks} blocks of {args.block_size} calls, {where}; {stored} call records stored of {made} calls made")
     print(f"first call for a tenant (tool loaded from the database), median: {statistics.median(first_calls) * 1000:.2f} ms")
-    print(f"bare httpx POST, median per call:                  {bare_ms:.2f} ms")
+    print(f"bare httpx POST ({args.bare}), median per call:         {bare_ms:.2f} ms")
     print(f"through the gateway (records flushed), per call:   {gateway_ms:.2f} ms")
     print(f"CPU of this process per call (all threads, the record writer's included): "
           f"bare {cpu_ms[0]:.2f} ms, gateway {cpu_ms[1]:.2f} ms")
