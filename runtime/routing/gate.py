@@ -55,15 +55,15 @@ FUSION_K = 1.0
 SMALL_TALK_SIMILARITY = 0.78  # this close to a small-talk phrase, with no tool word in it: none
 # The gate: P(needs a tool) = logistic(GATE_BIAS + Σ coefficient × feature), features in the order
 # of `gate_features`. Fitted by datasets/fit_gate.py on the dev files (see datasets/README.md).
-GATE_COEFFICIENTS = (0.7143, 3.2423, 26.2562, 18.2708, 1.0760, -1.7379, -0.3442, 1.6473, -4.6035, -8.9417, -1.6998, 1.1775, -3.0242, 1.4679)
-GATE_BIAS = -31.6747
+GATE_COEFFICIENTS = (0.5193, 2.4282, 29.4759, 5.9683, 1.9818, -0.7182, -0.8671, 1.5795, -3.8392, -6.5400, -2.2809, 1.7422, -2.8253, 2.0856, -3.0216, -3.3997, -1.9727)
+GATE_BIAS = -25.1435
 GATE_THRESHOLD = 0.5
 # The cascade's cheap gate (no e5 feature, same fit), and the band where it decides alone: below
 # CASCADE_LOW no tool; above CASCADE_HIGH with a top-1/top-2 margin of CASCADE_MARGIN a tool, ranked
 # without e5. In between, e5 is read. Fitted by datasets/fit_gate.py on the dev files only.
-CHEAP_COEFFICIENTS = (0.7409, 4.5758, 4.8857, -0.9361, -0.1817, 1.6683, -4.2998, -1.8284, 1.6697, -2.8533, 1.6563)
-CHEAP_BIAS = -0.7993
-CASCADE_LOW, CASCADE_HIGH, CASCADE_MARGIN = 0.18, 0.80, 0.2
+CHEAP_COEFFICIENTS = (0.5899, 3.6439, 5.3174, -0.5424, -0.6752, 1.5520, -3.4760, -2.2998, 2.0242, -2.6976, 2.1813, -2.6017, -3.5389, -1.8685)
+CHEAP_BIAS = -0.4681
+CASCADE_LOW, CASCADE_HIGH, CASCADE_MARGIN = 0.15, 0.88, 0.2
 FOLLOW_UP_THRESHOLD = 0.5  # a follow-up inherits a request this likely
 
 SMALL_TALK = [
@@ -83,6 +83,7 @@ _LEANS = re.compile(
     r"without|de|del|para|for|y el|y la|y los|y las|y en|y si|and the|and in)\b"
 )
 _ONLY_DATA = re.compile(r"^[\w\-./@+ ]*\d[\w\-./@+ ]*$")  # "1020304050", "SOP-11", "ana@correo.com 300 123"
+_EMAIL = re.compile(r"^\s*[\w.+\-]+@[\w\-]+(\.[\w\-]+)+\s*$")  # normalised text has lost the "@": read the raw one
 # Phrased as a request ("could you…", "I'd like…", "¿me ayudas…?", "quiero…"): what it asks may still be
 # nothing a tool does, so this is one more fact for the gate, not a decision.
 _REQUEST_FORM = re.compile(
@@ -90,7 +91,38 @@ _REQUEST_FORM = re.compile(
     r"quisiera|necesito|me gustaria|puedes|podrias|me ayudas|ayudame|por favor|me (das|da|dan|pasas|envias|mandas)|"
     r"dame|hazme|haz)\b"
 )
-_YES = re.compile(r"^(si|sí|dale|claro|ok|okay|de una|hagale|hazlo|por favor|yes|sure|please|go ahead|do it|yep)\b")
+# The customer's answer to an offer of the agent ("¿Quieres que te abra un caso?"): yes — the offer is the
+# subject ("dale", "sí, regístralo", "mándamelo"); no — nothing is asked ("no, gracias, lo pago en el banco"),
+# unless the rest redirects to something else ("no, mejor mándenme un técnico").
+_YES = re.compile(r"^(si|sí|dale|claro|ok|okay|de una|hagale|hazlo|hagalo|por favor|porfa|va|listo|perfecto|yes|yeah|sure|"
+                  r"please|go ahead|do it|yep|[a-zñ]{4,}(melo|mela|selo|sela|alo|ala|elo|ela)\b)\b")
+_NO = re.compile(r"^(no\s*[,.!]|no$|no (no|gracias|tranquil|thanks|thank you|por ahora|todavia|aun|mejor|asi esta|esta bien)\b|"
+                 r"(todavia|aun|ahorita|ahora|por ahora) no\b|mejor no\b|nah\b|nope\b|not (now|yet|today)\b|never ?mind\b)")
+_REDIRECT = re.compile(r"\b(mejor(?! no\b)|prefiero|preferiria|en cambio|en vez|mas bien|instead|rather|quiero|necesito|quisiera|"
+                       r"i want|i d like|i need)\b")
+# An agent's question that offers something (to do an action, or more help) rather than asks for data.
+_OFFER = re.compile(r"\b(quieres|quiere|quisieras|deseas|desea|te parece|le parece|lo hago|lo (abro|registro|agendo|cambio)|"
+                    r"te (genero|envio|mando|agendo|abro|paso|registro|cambio|muestro)|algo mas|"
+                    r"would you like|do you want|shall i|should i|want me to|anything else)\b")
+_LEADING_FILLER = re.compile(r"^((eh+|em+|mm+|hmm|uh|um+|ah|aja|aha|bueno|pues|este|o sea|well|so)\b[\s,.;:]*)+")
+# What a message that needs no tool often is, though it names products or services (facts for the gate):
+# a notice or thanks ("ya pagué, solo les aviso"), a question of general knowledge or opinion ("¿qué
+# diferencia hay entre…?", "¿vale la pena…?", "carísimo"), and a question about the conversation itself.
+_NOTICE = re.compile(
+    r"\b(ya (pague|consigne|cancele|hice|devolvi|llego|me llego|me llegaron|funciona|quedo|quedamos|esta|vino)|"
+    r"(les?|solo les?|nada mas les?) (aviso|cuento|informo|comento)|(para|solo) (avisar|contar|informar)|les informo|"
+    r"just (letting you know|so you know|to let you know)|fyi|i already (paid|did|returned|got)|"
+    r"gracias|thanks|thank you|excelente|muy amable|todo (perfecto|bien|listo)|funcionando|buenisim|super nice|great job)\b")
+_KNOWLEDGE = re.compile(
+    r"(^|\b)(como se |como (conecto|configuro|reinicio|activo|instalo|enciendo|prendo|apago|cambio el nombre)\b|"
+    r"que (significa|quiere decir|es mejor)|para que sirve|diferencia (hay )?entre|cual es (mejor|la diferencia)|"
+    r"es normal|vale la pena|conviene|me parece|la verdad|carisim|que pereza|\bmas \w+ que\b|"
+    r"how (do|can) i (turn|set|connect|reset|configure|enable)|what s the difference|which (is|one is) better|"
+    r"(better|faster|slower|worse|cheaper) than|is it worth|is it normal|i think|(more|less) \w+ than)")
+_ABOUT_CHAT = re.compile(
+    r"\b(repit|repet|repeat|vuelve(s)? a decir|lo ultimo que|que (dijiste|me dijiste)|me diste|you (said|sent)|"
+    r"say (that|it) again|eres (un|una) (robot|bot|persona|maquina)|con quien (estoy hablando|hablo)|"
+    r"are you a (bot|robot|human|person)|am i talking to)")
 
 
 @dataclass
@@ -143,6 +175,21 @@ class Reading:
     @property
     def request_form(self) -> bool:
         return bool(_REQUEST_FORM.search(self.plain))
+
+    @property
+    def notice(self) -> bool:
+        """A notice or thanks, asking nothing ("ya pagué, solo les aviso")."""
+        return bool(_NOTICE.search(self.plain)) and not self.request_form
+
+    @property
+    def knowledge(self) -> bool:
+        """A question of general knowledge or an opinion ("¿qué diferencia hay entre…?", "carísimo")."""
+        return bool(_KNOWLEDGE.search(self.plain))
+
+    @property
+    def about_chat(self) -> bool:
+        """About the conversation itself ("¿me repites el número?")."""
+        return bool(_ABOUT_CHAT.search(self.plain))
 
     @property
     def foreign(self) -> bool:
@@ -212,7 +259,8 @@ def cheap_features(reading: Reading) -> list[float]:
     s, scores = reading.signals, cheap_scores(reading.signals)
     return [float(scores.max()), _margin(scores), float(s.about.max()), float(s.asks.max()),
             min(float(s.lexical.max()), LEX_CAP) / LEX_CAP, float(s.kind.max() > 0), reading.small_talk[0],
-            min(reading.words, 6) / 6, float(reading.only_data), float(reading.foreign), float(reading.request_form)]
+            min(reading.words, 6) / 6, float(reading.only_data), float(reading.foreign), float(reading.request_form),
+            float(reading.notice), float(reading.knowledge), float(reading.about_chat)]
 
 
 def gate_features(reading: Reading) -> list[float]:
@@ -221,7 +269,8 @@ def gate_features(reading: Reading) -> list[float]:
     return [float(scores.max()), _margin(scores), float(s.about_e5.max()), float(s.asks_e5.max()), float(s.about.max()),
             float(s.asks.max()), min(float(s.lexical.max()), LEX_CAP) / LEX_CAP, float(s.kind.max() > 0),
             reading.small_talk[0], reading.small_talk[1], min(reading.words, 6) / 6, float(reading.only_data),
-            float(reading.foreign), float(reading.request_form)]
+            float(reading.foreign), float(reading.request_form), float(reading.notice), float(reading.knowledge),
+            float(reading.about_chat)]
 
 
 def _logistic(bias: float, coefficients, features) -> float:
@@ -275,8 +324,19 @@ def _last(messages: list[dict], role: str, before: int) -> str:
     return ""
 
 
-def _leans(reading: Reading) -> bool:
-    return bool(_LEANS.match(reading.plain)) or reading.only_data or reading.words <= 2
+def _question(text: str) -> str:
+    """The agent's last question in its reply ("Tu saldo es $ 89.900. ¿Te envío el enlace?" → the
+    question), the offer a "sí" or "no" answers; the whole reply when it has none."""
+    questions = [q.strip() for q in re.findall(r"[^.!?¡]*\?", text) if q.strip(" ¿?")]
+    return questions[-1] if questions else text
+
+
+def _leans(reading: Reading, text: str) -> bool:
+    return bool(_LEANS.match(reading.plain)) or _only_data(reading, text) or reading.words <= 2
+
+
+def _only_data(reading: Reading, text: str) -> bool:
+    return reading.only_data or bool(_EMAIL.match(text))
 
 
 def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) -> GateResult:
@@ -292,19 +352,29 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
     (current,) = read(index, [text], cascade=cascade)
     ranked = _ranked(index, [(1.0, current)])
     # "Sí, por favor" to the agent's "¿Quieres que abra un caso?": the agent's offer is the subject.
-    agrees = bool(_YES.match(fold(text).strip(" ¿?¡!"))) and previous_agent.rstrip().endswith("?") and current.words <= 3
+    opening = _LEADING_FILLER.sub("", fold(text).strip(" ¿?¡!"))
+    asked = previous_agent.rstrip().endswith("?")
+    agrees = bool(_YES.match(opening)) and asked and current.words <= 3
     if agrees:
-        (offer,) = read(index, [previous_agent], cascade=cascade)
+        question, reply = read(index, [_question(previous_agent), previous_agent], cascade=cascade)
+        # The offer is the question when it names the action ("¿Te genero el enlace?"), else the whole
+        # reply ("Te puedo pasar al plan de 500 megas. ¿Lo hago?").
+        offer = question if question is not None and tool_probability(question) >= FOLLOW_UP_THRESHOLD else reply
         if offer is not None:
             ranked = _ranked(index, [(1.0, offer)])
             if tool_probability(offer) >= FOLLOW_UP_THRESHOLD:
                 return GateResult(True, ranked, reason="agrees to the agent's offer", follow_up=True)
         return GateResult(False, ranked, reason="agrees, nothing offered")
+    # "No, gracias" to an offer asks nothing, whatever it names ("no, lo pago en el banco"); a redirect
+    # ("no, mejor mándenme un técnico") is read as a request of its own below.
+    if asked and _NO.match(opening) and _OFFER.search(fold(_question(previous_agent))) \
+            and not _REDIRECT.search(normalise(opening)):
+        return GateResult(False, ranked, reason="declines the agent's offer")
     if current.is_small_talk:
         return GateResult(False, ranked, reason="small talk")
     probability = tool_probability(current)
     # The conversation: does this message lean on a previous request?
-    if _leans(current) and (previous_customer or previous_agent):
+    if _leans(current, text) and (previous_customer or previous_agent):
         # A message that leans on others is unsure by nature: all three are read with e5 too.
         readings = [current, *read(index, [previous_customer, previous_agent], cascade=False)]
         complete(index, readings, [0])
@@ -317,7 +387,7 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
             inherited = tool_probability(request)
         if reply is not None:
             combined.append((FOLLOW_UP_AGENT, reply))
-            if current.only_data:  # "1020304050" after "¿cuál es tu número de documento?"
+            if _only_data(current, text):  # "1020304050" after "¿cuál es tu número de documento?"
                 inherited = max(inherited, tool_probability(reply))
         if probability < GATE_THRESHOLD and inherited >= FOLLOW_UP_THRESHOLD:
             return GateResult(True, _ranked(index, combined), reason="follow-up", follow_up=True)
