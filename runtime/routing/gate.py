@@ -55,15 +55,15 @@ FUSION_K = 1.0
 SMALL_TALK_SIMILARITY = 0.78  # this close to a small-talk phrase, with no tool word in it: none
 # The gate: P(needs a tool) = logistic(GATE_BIAS + Σ coefficient × feature), features in the order
 # of `gate_features`. Fitted by datasets/fit_gate.py on the dev files (see datasets/README.md).
-GATE_COEFFICIENTS = (0.5352, 2.3600, 28.9466, 6.2833, 2.1519, -0.6637, -0.8293, 1.5408, -3.8410, -6.1234, -2.3396, 1.7456, -2.8322, 1.9888, -3.0466, -3.3970, -3.2741)
-GATE_BIAS = -25.3880
+GATE_COEFFICIENTS = (0.5315, 2.3635, 28.7981, 5.9459, 2.1748, -0.7231, -0.8315, 1.5197, -3.8337, -6.1399, -2.3637, 1.7517, -2.8117, 1.9481, -3.0578, -3.3815, -3.2814, -0.1313)
+GATE_BIAS = -24.8347
 GATE_THRESHOLD = 0.5
 # The cascade's cheap gate (no e5 feature, same fit), and the band where it decides alone: below
 # CASCADE_LOW no tool; above CASCADE_HIGH with a top-1/top-2 margin of CASCADE_MARGIN a tool, ranked
 # without e5. In between, e5 is read. Fitted by datasets/fit_gate.py on the dev files only.
-CHEAP_COEFFICIENTS = (0.6056, 3.5524, 5.3989, -0.4011, -0.6587, 1.5281, -3.4178, -2.3732, 2.0307, -2.6963, 2.1142, -2.6104, -3.5253, -3.2034)
-CHEAP_BIAS = -0.4811
-CASCADE_LOW, CASCADE_HIGH, CASCADE_MARGIN = 0.16, 0.88, 0.2
+CHEAP_COEFFICIENTS = (0.5966, 3.5516, 5.3672, -0.6931, -0.6878, 1.4408, -3.4882, -2.4403, 2.0223, -2.6241, 1.9305, -2.6903, -3.4811, -3.2181, -0.5210)
+CHEAP_BIAS = 0.0775
+CASCADE_LOW, CASCADE_HIGH, CASCADE_MARGIN = 0.12, 0.89, 0.2
 FOLLOW_UP_THRESHOLD = 0.5  # a follow-up inherits a request this likely
 
 SMALL_TALK = [
@@ -123,6 +123,10 @@ _ABOUT_CHAT = re.compile(
     r"\b(repite(s|me|lo|la)?|repitame|repetir(me|lo|la)?|repeat|vuelve(s)? a decir|lo ultimo que|que (dijiste|me dijiste)|me diste|you (said|sent)|"
     r"say (that|it) again|eres (un|una) (robot|bot|persona|maquina)|con quien (estoy hablando|hablo)|"
     r"are you a (bot|robot|human|person)|am i talking to)")
+# A question that names neither the customer nor the desk ("¿cuál es la capital de…?") rather than "¿cuál es mi saldo?".
+_PERSONAL = re.compile(
+    r"\b(mi|mis|me|mio|mia|conmigo|yo|tengo|tenia|quiero|quisiera|necesito|busco|debo|pague|compre|nos|nuestro|nuestra|"
+    r"ustedes|tienen|venden|les|tu|tus|te|puedes|podrias|my|me|mine|i|im|id|ive|we|our|us|you|your)\b")
 
 
 @dataclass
@@ -190,6 +194,11 @@ class Reading:
     def about_chat(self) -> bool:
         """About the conversation itself ("¿me repites el número?")."""
         return bool(_ABOUT_CHAT.search(self.plain))
+
+    @property
+    def impersonal(self) -> bool:
+        """Names neither the customer nor the desk: a question of the world, not of an account."""
+        return not _PERSONAL.search(self.plain)
 
     @property
     def foreign(self) -> bool:
@@ -260,7 +269,7 @@ def cheap_features(reading: Reading) -> list[float]:
     return [float(scores.max()), _margin(scores), float(s.about.max()), float(s.asks.max()),
             min(float(s.lexical.max()), LEX_CAP) / LEX_CAP, float(s.kind.max() > 0), reading.small_talk[0],
             min(reading.words, 6) / 6, float(reading.only_data), float(reading.foreign), float(reading.request_form),
-            float(reading.notice), float(reading.knowledge), float(reading.about_chat)]
+            float(reading.notice), float(reading.knowledge), float(reading.about_chat), float(reading.impersonal)]
 
 
 def gate_features(reading: Reading) -> list[float]:
@@ -270,7 +279,7 @@ def gate_features(reading: Reading) -> list[float]:
             float(s.asks.max()), min(float(s.lexical.max()), LEX_CAP) / LEX_CAP, float(s.kind.max() > 0),
             reading.small_talk[0], reading.small_talk[1], min(reading.words, 6) / 6, float(reading.only_data),
             float(reading.foreign), float(reading.request_form), float(reading.notice), float(reading.knowledge),
-            float(reading.about_chat)]
+            float(reading.about_chat), float(reading.impersonal)]
 
 
 def _logistic(bias: float, coefficients, features) -> float:
