@@ -11,7 +11,8 @@ catalog index built once per catalog version (`candidates.py`). A tool's score a
 Whether a tool is needed at all is a calibrated gate: a logistic regression over a few facts of
 the message (its best tool's score and margin, the encoders' best cosines, word overlap, how
 close it is to small talk, its length, whether it asks for a kind of action no tool does, whether it is
-phrased as a request), fitted on the development files of the datasets only
+phrased as a request, whether it is a notice or thanks, a question of general knowledge or opinion, a
+question about the conversation itself, whether it names neither the customer nor the desk), fitted on the development files of the datasets only
 by `datasets/fit_gate.py` and kept here as constants.
 
 A cascade keeps ordinary messages cheap (P4): the cheap signals (USE, stems, verb kinds) are read
@@ -21,7 +22,10 @@ only the others pay for e5 (about 35–75 ms a message here) and get the full ga
 
 The conversation counts: a message that only makes sense with the previous ones ("¿y en rojo?",
 "el 12345", "sí, por favor" after the agent offered to do something) is ranked together with
-the previous request (and a little of the agent's reply), and needs a tool if either does.
+the previous request (and a little of the agent's reply), and needs a tool if either does. An answer
+to the agent's offer ("¿Te envío el enlace?") takes the offered action when it agrees ("dale",
+"mándamelo"); when it declines ("no, gracias, lo pago en el banco") it asks nothing, unless it
+redirects ("no, mejor…"), which is routed by its own words.
 
 The candidates are the best score and two more chosen by reciprocal rank fusion of the score's ranking
 with the rankings of single signals (words, USE requests, e5 views): the router and the composed step
