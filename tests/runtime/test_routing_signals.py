@@ -125,3 +125,48 @@ def test_a_tool_one_strong_signal_prefers_gets_a_candidate_slot():
     assert "RideSharing_2_GetRide" in names
     assert names[0] == bfcl.cards[int(reading.scores.argmax())].name
     assert [s for _n, s in result.candidates] == sorted((s for _n, s in result.candidates), reverse=True)
+
+
+def test_a_yes_to_the_agents_offer_takes_the_offered_action_not_the_topic_of_the_reply():
+    """R6: "sí, …" answers the agent's question: the action it offers ("¿te agendo la instalación?")
+    is the subject, not what the rest of the reply was about (coverage); "bueno, dale" or a
+    transcript's "aja sí mándalo" agree too, and a bare "¿Lo hago?" offers what the reply says."""
+    booked = route("¿Llega la fibra a Robledo?", "Sí, en Robledo hay fibra. ¿Te agendo la instalación?",
+                   "sí, el viernes temprano")
+    assert booked.needs_tool and booked.follow_up and booked.best == "agendar_visita_tecnica"
+    link = route("cuánto tengo pendiente", "Tienes $ 64.000 pendientes. ¿Te envío el enlace de pago?", "aja sí mándamelo")
+    assert link.needs_tool and link.best == "generar_enlace_pago"
+    plan = route("Se me acaban los datos muy rápido",
+                 "Puedo cambiarte al plan de 30 GB por $ 10.000 más al mes. ¿Lo hago?", "bueno, dale")
+    assert plan.needs_tool and plan.best == "cambiar_plan"
+
+
+def test_a_no_to_the_agents_offer_asks_nothing_unless_it_redirects():
+    """R6: "no, gracias, …" declines the offer: no tool, even when it names what the offer was
+    about ("lo pago en el supermercado"); "no, mejor …" asks for something else, routed by its own words."""
+    offer = "Tu saldo es de $ 50.000. ¿Te mando el enlace de pago?"
+    declined = route("¿Debo algo?", offer, "no gracias, yo lo pago en el supermercado")
+    assert not declined.needs_tool
+    assert not route("La señal del celular se va a ratos", "¿Quieres que abra un caso de soporte?",
+                     "no, todavía no, déjame ver si se arregla").needs_tool
+    redirected = route("¿Debo algo?", offer, "no, mejor pásame con un asesor")
+    assert redirected.needs_tool and redirected.best == "transferir_asesor"
+
+
+def test_notices_thanks_general_questions_and_questions_about_the_chat_need_no_tool():
+    """R6: a message that names a service but asks for nothing the tools do — a notice ("ya les
+    pagué…, solo les aviso"), thanks after a service, a question of general knowledge or opinion, a
+    question about the conversation — needs no tool; asking about one's own bill still does."""
+    for text in ("Ya les pagué la cuota por transferencia, solo les aviso",
+                 "Gracias, el técnico dejó el decodificador funcionando perfecto",
+                 "¿Para qué sirve el puerto USB que tiene el módem?",
+                 "¿Me repites el correo que dijiste?"):
+        assert not route(text).needs_tool, text
+    assert route("¿Cuánto debo de la factura de este mes?").best == "consultar_factura"
+
+
+def test_an_email_address_answering_the_agent_continues_the_request():
+    """R6: an e-mail address alone, after the agent asked for it, is the data of the previous request
+    (like a document number), though it has no digit."""
+    result = route("Necesito actualizar mi correo de contacto", "Claro, ¿cuál es el correo nuevo?", "luis.gomez@mail.co")
+    assert result.needs_tool and result.follow_up and result.best == "actualizar_datos_contacto"
