@@ -38,6 +38,7 @@ their scores, and why (for the turn record and the evaluation).
 import math
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -159,7 +160,8 @@ def _small_talk_vectors(which: str) -> np.ndarray:
 @dataclass
 class Reading:
     """One message of the conversation as the check reads it: with the cheap signals only, or
-    with e5's too (`full`) when the cheap ones were not sure."""
+    with e5's too (`full`) when the cheap ones were not sure. What depends on the text alone is
+    worked out once (both gates and the follow-up logic ask for it)."""
 
     plain: str
     signals: Signals
@@ -170,11 +172,11 @@ class Reading:
     def full(self) -> bool:
         return self.signals.full
 
-    @property
+    @cached_property
     def words(self) -> int:
         return len(stems(self.plain))
 
-    @property
+    @cached_property
     def only_data(self) -> bool:
         return bool(_ONLY_DATA.match(self.plain))
 
@@ -182,26 +184,26 @@ class Reading:
     def is_small_talk(self) -> bool:
         return self.small_talk[0] >= SMALL_TALK_SIMILARITY and self.signals.lexical.max() == 0 and not self.only_data
 
-    @property
+    @cached_property
     def request_form(self) -> bool:
         return bool(_REQUEST_FORM.search(self.plain))
 
-    @property
+    @cached_property
     def notice(self) -> bool:
         """A notice or thanks, asking nothing ("ya pagué, solo les aviso")."""
         return bool(_NOTICE.search(self.plain)) and not self.request_form
 
-    @property
+    @cached_property
     def knowledge(self) -> bool:
         """A question of general knowledge or an opinion ("¿qué diferencia hay entre…?", "carísimo")."""
         return bool(_KNOWLEDGE.search(self.plain))
 
-    @property
+    @cached_property
     def about_chat(self) -> bool:
         """About the conversation itself ("¿me repites el número?")."""
         return bool(_ABOUT_CHAT.search(self.plain))
 
-    @property
+    @cached_property
     def impersonal(self) -> bool:
         """Names neither the customer nor the desk: a question of the world, not of an account."""
         return not _PERSONAL.search(self.plain)

@@ -262,8 +262,8 @@ def _send(tool, arguments, context, company_id):
     route = _Route(server, secrets.headers, secrets.blanked, time.monotonic() + server.timeout_seconds)
     direct = server.transport == McpServer.Transport.STREAMABLE_HTTP and not server.is_legacy and server.discover_result
     # Refusals are recorded in English (the `error` of logs), whatever language the call runs in:
-    # an outbound refusal as its msgid and values with their English text (A3) (no language switch on every call
-    # for the one that may fail), anything else made with English active.
+    # an outbound refusal as its msgid and values with their English text (A3), and the launch of
+    # an SDK or stdio target with English active; no language switch for the direct path.
     try:
         if server.transport != McpServer.Transport.STDIO:
             # Again at call time, on every path: DNS answers change (M2). The look-up has the

@@ -43,10 +43,10 @@ _COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # b
 # followed), auth and hooks would be unused here, and that layer cost ~0.1 ms of CPU per call,
 # a quarter of a bare POST on loopback (P1).
 _transport = outbound_transport(limits=httpx.Limits(max_connections=500, max_keepalive_connections=100))
-# The headers an httpx.Client sends by default, which a request's own headers replace; so the
-# request on the wire is the one a client would send.
-_CLIENT_HEADERS = (("Accept", "*/*"), ("Accept-Encoding", "gzip, deflate"), ("Connection", "keep-alive"),
-                   ("User-Agent", f"python-httpx/{httpx.__version__}"))
+# The headers an httpx.Client sends by default (httpx's own, read once from a client that never
+# connects), which a request's own headers replace: the request on the wire is the one a client sends.
+with httpx.Client(transport=httpx.BaseTransport()) as _defaults:
+    _CLIENT_HEADERS = tuple(_defaults.headers.items())
 _httpx_log = logging.getLogger("httpx")  # the line a client logs for each request, kept
 
 
