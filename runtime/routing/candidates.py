@@ -27,11 +27,15 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from runtime.routing import encoder
+from runtime.routing.lexicon import expand
 from runtime.routing.phrasings import kind_of, kinds_asked, requests_for
 from runtime.routing.words import name_words, stems
 
 VERB_KEY = "com.asixto/verb"
 CAPABILITIES_KEY = "com.asixto/capabilities"
+# The verb's action word ("cambiar" of "cambiar el plan contratado") weighs as a description word: customers
+# name the same action in many words (cambiar, actualizar, modificar) and the thing acted on tells tools apart.
+ACTION_WEIGHT = 1.0
 MAX_INDEXES = 64  # catalogs kept per process (tenants × versions in use)
 MAX_ENUM_VALUES = 50  # per input: an enum of thousands of values is a list, not a description
 # Enum values that say nothing about what a tool is for.
@@ -121,11 +125,14 @@ def _inputs_view(card: ToolCard) -> str:
 def _stems(card: ToolCard) -> Counter:
     """Stems of the tool with the weight of where they appear: the verb and name count most."""
     counts = Counter()
+    verb = card.verb or name_words(card.name)
+    action = stems(verb.split()[0]) if verb.split() else []
     for text, weight in ((card.verb, 3.0), (name_words(card.name), 2.0), (card.title, 2.0), (card.purpose, 1.0),
                          (" ".join(card.capabilities), 1.0), (card.input_words(), 0.5), (card.enum_words(), 1.0)):
         for word in stems(text):
+            w = min(weight, ACTION_WEIGHT) if word in action else weight
             for stem in word:
-                counts[stem] = max(counts[stem], weight)
+                counts[stem] = max(counts[stem], w)
     return counts
 
 
@@ -266,7 +273,7 @@ def signals(index: CatalogIndex, plain: str, use: np.ndarray) -> Signals:
     asked = kinds_asked(plain)
     return Signals(
         about=(index.about @ use).max(axis=1), asks=_best_per_tool(index, index.asks @ use),
-        lexical=lexical(index, stems(plain)),
+        lexical=lexical(index, expand(stems(plain))),
         kind=np.array([1.0 if kind in asked else 0.0 for kind in index.kinds], dtype=np.float32),
         foreign=bool(asked) and not asked & set(index.kinds) and None not in index.kinds,
     )

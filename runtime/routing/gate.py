@@ -51,6 +51,9 @@ MAX_CANDIDATES = 3
 W_ABOUT, W_ASKS, W_ABOUT_E5, W_INPUTS_E5, W_ASKS_E5 = 1.0, 0.5, 1.0, 2.0, 2.0
 W_LEX, LEX_CAP, W_KIND = 0.06, 6.0, 0.35
 FOLLOW_UP_AGENT = 0.3  # share of the agent's last reply in a follow-up's ranking
+# A follow-up that names its own tool clearly ("¿y me mandas el link?" after the balance: its own top-1/top-2
+# margin this wide) is ranked mostly by its own words; the earlier messages keep this share, to break ties.
+FOLLOW_UP_OWN_MARGIN, FOLLOW_UP_CLEAR_SHARE = 0.2, 0.3
 # The first candidate is the score's best; the second and third are fused (`_ranked`): the score's ranking
 # and the rankings of a few single signals, each tool worth Σ 1 / (FUSION_K + its rank) (reciprocal rank
 # fusion), so a tool one strong signal prefers gets a slot the added score would give to another. Signals
@@ -398,12 +401,13 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
         current, request, reply = readings
         probability, ranked = tool_probability(current), _ranked(index, [(1.0, current)])
         combined = [(1.0, current)]
+        context = FOLLOW_UP_CLEAR_SHARE if _margin(current.scores) >= FOLLOW_UP_OWN_MARGIN else 1.0
         inherited = 0.0
         if request is not None:
-            combined.append((1.0, request))
+            combined.append((context, request))
             inherited = tool_probability(request)
         if reply is not None:
-            combined.append((FOLLOW_UP_AGENT, reply))
+            combined.append((context * FOLLOW_UP_AGENT, reply))
             if _only_data(current, text):  # "1020304050" after "¿cuál es tu número de documento?"
                 inherited = max(inherited, tool_probability(reply))
         if inherited >= FOLLOW_UP_THRESHOLD:  # it leans on a request: a follow-up, however likely alone

@@ -1,0 +1,67 @@
+"""Words customers use for the same thing, in Spanish and English (R6): platform knowledge that lets
+word overlap meet a tool described in other words or in the other language.
+
+A customer says "ticket", "link" or "recibo"; the tool's definition says "caso", "enlace" or
+"factura". Each group below is one thing of customer service or commerce; a word of a message counts
+for the lexical signal as every word of its group (`expand`), so "Any news on ticket 55120?" meets
+"consultar un caso de soporte" as "¿cómo va mi caso?" does. The groups are few and unambiguous on
+purpose: a word with two common meanings ("case": a phone case or a ticket; "cambio": an exchange or
+a change) is in none, as a wrong match costs more than a missed one. Only the message's words are
+expanded; the tools' words stay their own (`candidates._stems`).
+"""
+
+from functools import lru_cache
+
+from runtime.routing.words import word_stems
+
+GROUPS = [
+    "caso ticket tiquete radicado reclamo reclamacion queja incidencia pqr claim complaint",
+    "factura recibo bill invoice",
+    "saldo deuda balance",
+    "enlace link url",
+    "pedido orden compra order shipment envio paquete package parcel",
+    "devolucion devolver reembolso reembolsar reintegro return refund",
+    "tienda sucursal oficina sede store shop branch office",
+    "cobertura coverage",
+    "correo email mail",
+    "telefono celular movil phone cellphone mobile",
+    "direccion domicilio address",
+    "asesor agente humano operador representante agent human operator representative",
+    "tecnico technician",
+    "visita cita appointment visit",
+    "gigas giga gb datos data megas",
+    "minutos minutes",
+    "precio costo price cost",
+    "producto articulo product item",
+    "vuelo vuelos flight flights",
+    "hotel hoteles hotels",
+    "restaurante restaurantes restaurant restaurants",
+    "pelicula peliculas movie movies film",
+    "cancion canciones song songs track",
+    "clima tiempo weather",
+    "alarma alarm",
+    "tren train",
+    "carro auto coche car",
+]
+
+
+def _group_stems() -> dict[str, frozenset[str]]:
+    found = {}
+    for group in GROUPS:
+        words = group.split()
+        union = frozenset(stem for word in words for stem in word_stems(word))
+        for word in words:
+            for stem in word_stems(word):
+                found[stem] = found.get(stem, frozenset()) | union
+    return found
+
+
+@lru_cache(maxsize=1)
+def _stems_of_group() -> dict[str, frozenset[str]]:
+    return _group_stems()
+
+
+def expand(words: list[frozenset[str]]) -> list[frozenset[str]]:
+    """Each word's stems with those of its group's words (a word of no group stays as it is)."""
+    groups = _stems_of_group()
+    return [word.union(*(groups[stem] for stem in word if stem in groups)) for word in words]
