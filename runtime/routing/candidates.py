@@ -7,9 +7,10 @@ its inputs (names, descriptions and the values of their enums). From them the in
 - embeddings, by both encoders, of a few short views of the tool (verb, title + verb,
   what-it-does sentence), and by e5 of what it takes (title + its inputs);
 - embeddings of customer requests built from its verb (`phrasings.py`);
-- weighted Snowball stems for lexical overlap, each weighted by where it appears (the verb and
-  name most, enum values as much as the description) and by how rare it is across the catalog
-  (a word every tool has says nothing about which tool).
+- weighted Snowball stems for lexical overlap, each weighted by where it appears (the verb's object
+  and the name most, the verb's action word and enum values as much as the description) and by how
+  rare it is across the catalog (a word every tool has says nothing about which tool); a message's
+  words count with their equivalents of `lexicon.py`.
 
 `catalog_index(cards)` caches indexes in process memory keyed by every tool's name and
 definition hash, so a catalog version is embedded once per worker process; a changed
@@ -123,7 +124,8 @@ def _inputs_view(card: ToolCard) -> str:
 
 
 def _stems(card: ToolCard) -> Counter:
-    """Stems of the tool with the weight of where they appear: the verb and name count most."""
+    """Stems of the tool with the weight of where they appear: the verb and name count most, but for
+    the verb's action word (ACTION_WEIGHT)."""
     counts = Counter()
     verb = card.verb or name_words(card.name)
     action = stems(verb.split()[0]) if verb.split() else []

@@ -5,8 +5,9 @@ catalog index built once per catalog version (`candidates.py`). A tool's score a
 - what the message means next to what the tool is (its verb, title, purpose and inputs) and
   next to the requests built from its verb (`phrasings.py`), by both encoders;
 - the tool's words in the message (Snowball stems in Spanish and English, rare words and the
-  verb weigh more, enum values count), accents and fillers of speech folded away (`words.py`),
-  so chat text and voice transcripts look alike;
+  verb's object weigh more, enum values count, a customer's word meets the tool's word for the same
+  thing in either language: "link" = "enlace", `lexicon.py`), accents and fillers of speech folded
+  away (`words.py`), so chat text and voice transcripts look alike;
 - whether the message sounds like the kind of action of the tool's verb.
 Whether a tool is needed at all is a calibrated gate: a logistic regression over a few facts of
 the message (its best tool's score and margin, the encoders' best cosines, word overlap, how
@@ -22,7 +23,8 @@ only the others pay for e5 (about 35–75 ms a message here) and get the full ga
 
 The conversation counts: a message that only makes sense with the previous ones ("¿y en rojo?",
 "el 12345", "sí, por favor" after the agent offered to do something) is ranked together with
-the previous request (and a little of the agent's reply), and needs a tool if either does. An answer
+the previous request (and a little of the agent's reply), and needs a tool if either does; one that
+clearly names a tool of its own ("¿y me mandas el link?" after the bill) keeps only a small share of them. An answer
 to the agent's offer ("¿Te envío el enlace?") takes the offered action when it agrees ("dale",
 "mándamelo"); when it declines ("no, gracias, lo pago en el banco") it asks nothing, unless it
 redirects ("no, mejor…"), which is routed by its own words.

@@ -45,23 +45,20 @@ GROUPS = [
 ]
 
 
-def _group_stems() -> dict[str, frozenset[str]]:
+@lru_cache(maxsize=1)
+def _groups() -> dict[frozenset[str], frozenset[str]]:
+    """A word's stems (Spanish and English, `words.word_stems`) → the stems of its whole group. Keyed by
+    both stems together: "case" shares the Spanish stem "cas" with "caso" but not its English one."""
     found = {}
     for group in GROUPS:
-        words = group.split()
-        union = frozenset(stem for word in words for stem in word_stems(word))
+        words = [word_stems(word) for word in group.split()]
+        union = frozenset().union(*words)
         for word in words:
-            for stem in word_stems(word):
-                found[stem] = found.get(stem, frozenset()) | union
+            found[word] = found.get(word, frozenset()) | union
     return found
-
-
-@lru_cache(maxsize=1)
-def _stems_of_group() -> dict[str, frozenset[str]]:
-    return _group_stems()
 
 
 def expand(words: list[frozenset[str]]) -> list[frozenset[str]]:
     """Each word's stems with those of its group's words (a word of no group stays as it is)."""
-    groups = _stems_of_group()
-    return [word.union(*(groups[stem] for stem in word if stem in groups)) for word in words]
+    groups = _groups()
+    return [groups.get(word, word) | word for word in words]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from runtime.routing.candidates import ToolCard, catalog_index, lexical
 from runtime.routing.gate import check
+from runtime.routing.lexicon import expand
 from runtime.routing.words import stems
 
 CATALOG = Path(__file__).resolve().parents[2] / "datasets" / "asixto_soporte_catalog.json"
@@ -170,3 +171,41 @@ def test_an_email_address_answering_the_agent_continues_the_request():
     (like a document number), though it has no digit."""
     result = route("Necesito actualizar mi correo de contacto", "Claro, ¿cuál es el correo nuevo?", "luis.gomez@mail.co")
     assert result.needs_tool and result.follow_up and result.best == "actualizar_datos_contacto"
+
+
+def test_a_word_of_the_customer_meets_the_tools_word_for_the_same_thing_in_either_language():
+    """R6: "email", "link" and "ticket" are the catalog's "correo", "enlace" and "caso" for word overlap
+    (the lexicon), so "I want to change my email address" updates the contact details rather than
+    changing the plan; a word of two common meanings ("case", "cambio") is expanded to nothing."""
+    index = catalog_index(CARDS)
+    names = [card.name for card in index.cards]
+    for word, tool in (("email", "actualizar_datos_contacto"), ("link", "generar_enlace_pago"), ("ticket", "consultar_caso")):
+        assert lexical(index, expand(stems(word)))[names.index(tool)] > 0, word
+        assert lexical(index, stems(word))[names.index(tool)] == 0, word
+    assert expand(stems("case cambio")) == stems("case cambio")
+    result = route("I want to change my email address")
+    assert result.needs_tool and result.best == "actualizar_datos_contacto"
+
+
+def test_the_thing_a_message_names_weighs_as_much_as_the_tools_action_word():
+    """R6: customers name one action in many words ("cambié", "actualizar", "modificar"): the action word
+    of a tool's verb ("cambiar el plan contratado") weighs no more than its description's words, so "cambié
+    mi correo" overlaps the contact details' tool ("correo") more than the plan change ("cambiar")."""
+    index = catalog_index(CARDS)
+    names = [card.name for card in index.cards]
+    scores = lexical(index, stems("cambié mi correo"))
+    assert scores[names.index("actualizar_datos_contacto")] > scores[names.index("cambiar_plan")] > 0
+
+
+def test_a_follow_up_that_names_its_own_tool_is_ranked_by_its_own_words():
+    """R6: a follow-up that asks for another tool clearly ("¿y me mandas el link?" after the bill, "¿y
+    cuándo pueden venir?" after a case) keeps only a small share of the earlier request in its ranking;
+    one that names no tool of its own ("¿y en rojo?") is still ranked with it."""
+    link = route("¿Cuánto debo este mes?", "Tu factura es de $ 120.500 y vence el 20.", "¿y me mandas el link?")
+    assert link.needs_tool and link.follow_up and link.best == "generar_enlace_pago"
+    visit = route("Se me dañó el módem", "Abrí el caso SOP-55.", "y cuándo pueden venir a revisarlo?")
+    assert visit.needs_tool and visit.best == "agendar_visita_tecnica"
+    plan = route("¿Cuánto me queda de datos?", "Te quedan 2 GB.", "y si me paso al plan de 20 gigas?")
+    assert plan.needs_tool and plan.best == "cambiar_plan"
+    red = route("Muéstrame cámaras WiFi", "Tenemos la Cámara WiFi para interiores a $ 179.900.", "¿y en rojo?")
+    assert red.follow_up and red.best == "buscar_producto"
