@@ -112,6 +112,27 @@ _CUES = {
 _CUE_PATTERNS = {kind: re.compile(rf"\b({pattern})") for kind, pattern in _CUES.items()}
 
 
+# Asking how much or by when to pay ("¿cuánto tengo que pagar?", "¿hasta cuándo tengo plazo para pagar?")
+# asks what the bill says, not to pay it.
+_ABOUT_PAYING = re.compile(
+    r"\b(cuanto (tengo|debo|hay|me toca)( que)? pag|(hasta )?(cuando|que dia|que fecha) (tengo|debo|hay|puedo|me toca|vence)"
+    r"( que| para| plazo para)? pag|plazo (para|de|hasta) (pag|el pago)|fecha (limite )?(de|para) pag|"
+    r"how much (do i|should i|must i) (have to )?pay|when (do i|should i|must i|is) .{0,20}\b(pay|due)|(due date|deadline) (to|for) pay)")
+
+
+# Changing a product that arrived for another ("me llegó rayado, lo quiero cambiar por otro") is a return,
+# not a change of what one has contracted.
+_EXCHANGE = re.compile(
+    r"\b(cambiar(lo|la|melo|mela)? por (otro|otra|uno|una)|(me )?(llego|vino|llegaron|vinieron)\b.*\b(danad|rayad|rot[oa]s?\b|"
+    r"equivocad|defectuos|mal[oa]?\b|incomplet|quebrad|partid)|(arrived|came) (damaged|broken|scratched|faulty)|"
+    r"wrong (item|size|colou?r|product|one)|exchange (it|this|the))")
+
+
 def kinds_asked(folded: str) -> set[str]:
     """The kinds of action a (normalised, folded) message sounds like it asks for."""
-    return {kind for kind, pattern in _CUE_PATTERNS.items() if pattern.search(folded)}
+    found = {kind for kind, pattern in _CUE_PATTERNS.items() if pattern.search(folded)}
+    if "pay" in found and _ABOUT_PAYING.search(folded):
+        found = (found - {"pay"}) | {"status"}
+    if _EXCHANGE.search(folded):
+        found = (found - {"change"}) | {"return"}
+    return found

@@ -8,7 +8,8 @@ from pathlib import Path
 from runtime.routing.candidates import ToolCard, catalog_index, lexical
 from runtime.routing.gate import check
 from runtime.routing.lexicon import expand
-from runtime.routing.words import stems
+from runtime.routing.phrasings import kinds_asked
+from runtime.routing.words import normalise, stems
 
 CATALOG = Path(__file__).resolve().parents[2] / "datasets" / "asixto_soporte_catalog.json"
 CARDS = [ToolCard.from_definition(d) for d in json.loads(CATALOG.read_text())]
@@ -209,3 +210,25 @@ def test_a_follow_up_that_names_its_own_tool_is_ranked_by_its_own_words():
     assert plan.needs_tool and plan.best == "cambiar_plan"
     red = route("Muéstrame cámaras WiFi", "Tenemos la Cámara WiFi para interiores a $ 179.900.", "¿y en rojo?")
     assert red.follow_up and red.best == "buscar_producto"
+
+
+def test_asking_how_much_or_by_when_to_pay_asks_what_the_bill_says():
+    """R6: "¿cuánto tengo que pagar?" and "¿hasta qué día tengo para pagar?" ask for the bill, not to
+    pay it (the payment link); "quiero pagar la factura" still pays."""
+    for text in ("¿hasta qué día tengo para pagar la factura?", "bueno quería saber hasta cuándo tengo plazo para pagar",
+                 "how much do I have to pay this month?"):
+        assert kinds_asked(normalise(text)) & {"status", "pay"} == {"status"}, text
+        result = route(text)
+        assert result.needs_tool and result.best == "consultar_factura", text
+    assert "pay" in kinds_asked(normalise("Quiero pagar la factura"))
+    assert route("Quiero pagar la factura").best == "generar_enlace_pago"
+
+
+def test_changing_a_product_that_arrived_for_another_is_a_return():
+    """R6: "me llegó rota, la quiero cambiar por una nueva" returns the product; it changes no plan."""
+    text = "me llegó la licuadora rota y la quiero cambiar por una nueva"
+    assert kinds_asked(normalise(text)) & {"change", "return"} == {"return"}
+    result = route(text)
+    assert result.needs_tool and result.best == "solicitar_devolucion"
+    assert kinds_asked(normalise("Quiero cambiar mi plan")) & {"change", "return"} == {"change"}
+    assert route("Quiero cambiar mi plan por el de 500 megas").best == "cambiar_plan"
