@@ -27,7 +27,9 @@ the previous request (and a little of the agent's reply), and needs a tool if ei
 clearly names a tool of its own ("¿y me mandas el link?" after the bill) keeps only a small share of them. An answer
 to the agent's offer ("¿Te envío el enlace?") takes the offered action when it agrees ("dale",
 "mándamelo"); when it declines ("no, gracias, lo pago en el banco") it asks nothing, unless it
-redirects ("no, mejor…"), which is routed by its own words.
+redirects ("no, mejor…"), which is routed by its own words. Taking note of an answer of the agent ("ah
+bueno, alcanza", "listo, mañana pago en el banco") asks nothing either, unless it goes on with a
+question, a request or an order.
 
 The candidates are the best score and two more chosen by reciprocal rank fusion of the score's ranking
 with the rankings of single signals (words, USE requests, e5 views): the router and the composed step
@@ -116,6 +118,17 @@ _REDIRECT = re.compile(r"\b(mejor(?! no\b)|prefiero|preferiria|en cambio|en vez|
 _OFFER = re.compile(r"\b(quieres|quiere|quisieras|deseas|desea|te parece|le parece|lo hago|lo (abro|registro|agendo|cambio)|"
                     r"te (genero|envio|mando|agendo|abro|paso|registro|cambio|muestro)|algo mas|"
                     r"would you like|do you want|shall i|should i|want me to|anything else)\b")
+# The customer taking note of what the agent answered ("ah bueno, alcanza", "listo, mañana pago en el banco",
+# "great, thanks"): nothing is asked, unless it goes on with a question or an order ("listo, mándame el enlace").
+_ACKNOWLEDGES = re.compile(r"^(ah+|aja|ok|okay|vale|listo|perfecto|bueno|entiendo|entendido|ya veo|gracias|genial|super|"
+                           r"excelente|got it|great|thanks|thank you|i see|alright|cool|sounds good)\b")
+_IMPERATIVE = re.compile(
+    r"\b(cambia|cambiame|agenda|agendame|abre|abreme|cancela|cancelame|genera|generame|busca|buscame|manda|mandame|envia|"
+    r"enviame|pasa|pasame|muestra|muestrame|consulta|consultame|revisa|revisame|dime|regalame|confirmame|transfiere|"
+    r"change|book|cancel|send|show|check|open|schedule|find|get|give|tell)\b")
+_GOES_ON = re.compile(r"^(y|and|pero|but|entonces|then|ahora|now|tambien|also|otra cosa|another thing)\b")
+_QUESTION_WORD = re.compile(r"\b(cuanto|cuanta|cuantos|cuantas|cuando|donde|como|cual|cuales|quien|que|por que|how|what|when|where|"
+                            r"which|who|why|can|could|do|does|is|are)\b")
 _LEADING_FILLER = re.compile(r"^((eh+|em+|mm+|hmm|uh|um+|ah|aja|aha|bueno|pues|este|o sea|well|so)\b[\s,.;:]*)+")
 # What a message that needs no tool often is, though it names products or services (facts for the gate):
 # a notice or thanks ("ya pagué, solo les aviso"), a question of general knowledge or opinion ("¿qué
@@ -353,8 +366,19 @@ def _question(text: str) -> str:
     return questions[-1] if questions else text
 
 
+def _acknowledges(reading: Reading, text: str) -> bool:
+    """Takes note of the agent's answer and asks nothing more: no question (by its mark, or by its words,
+    as a voice transcript has no marks), no request, no order, nothing added with "y…"/"and…"."""
+    found = _ACKNOWLEDGES.match(fold(text).strip(" ¡!"))
+    if not found or "?" in text or reading.request_form or _IMPERATIVE.search(reading.plain):
+        return False
+    rest = normalise(fold(text)[found.end():])
+    return not _GOES_ON.match(rest) and not _QUESTION_WORD.search(rest)
+
+
 def _leans(reading: Reading, text: str) -> bool:
-    return bool(_LEANS.match(reading.plain)) or _only_data(reading, text) or reading.words <= 2
+    # "ok y cuándo vence la del mes pasado": an acknowledgement first hides the "y…" that leans.
+    return bool(_LEANS.match(reading.plain) or _LEANS.match(_ACKNOWLEDGES.sub("", reading.plain, count=1).lstrip())) or _only_data(reading, text) or reading.words <= 2
 
 
 def _only_data(reading: Reading, text: str) -> bool:
@@ -392,6 +416,8 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
     if asked and _NO.match(opening) and _OFFER.search(fold(_question(previous_agent))) \
             and not _REDIRECT.search(normalise(opening)):
         return GateResult(False, ranked, reason="declines the agent's offer")
+    if not asked and previous_agent and _acknowledges(current, text):
+        return GateResult(False, ranked, reason="acknowledges the agent's answer")
     if current.is_small_talk:
         return GateResult(False, ranked, reason="small talk")
     probability = tool_probability(current)

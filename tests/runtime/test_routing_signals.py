@@ -232,3 +232,20 @@ def test_changing_a_product_that_arrived_for_another_is_a_return():
     assert result.needs_tool and result.best == "solicitar_devolucion"
     assert kinds_asked(normalise("Quiero cambiar mi plan")) & {"change", "return"} == {"change"}
     assert route("Quiero cambiar mi plan por el de 500 megas").best == "cambiar_plan"
+
+
+def test_taking_note_of_the_agents_answer_asks_nothing_unless_it_goes_on():
+    """R6: after an answer (no question of the agent), "ah bueno, alcanza", "listo, mañana pago en el banco"
+    or "great, thanks" take note and need no tool, though they are short or name a payment; one that goes
+    on with a request, an order or a question, even without its mark as in speech, is still routed."""
+    balance = ("¿Cuánto debo?", "Tu saldo es de $ 89.900 y vence el 15.")
+    for conversation_ in (("¿Cuánto me queda de datos?", "Te quedan 1,2 GB de 10 GB.", "ah bueno, alcanza"),
+                          (*balance, "listo, mañana pago en el banco"),
+                          ("Where is my order 5512?", "It is on its way and arrives tomorrow.", "great, thanks")):
+        result = route(*conversation_)
+        assert not result.needs_tool and result.reason == "acknowledges the agent's answer", conversation_[-1]
+    for text, tool in (("listo, entonces mándame el enlace", "generar_enlace_pago"),
+                       ("ok y cuándo vence la del mes pasado", "consultar_factura"),
+                       ("perfecto, quiero pagar ya", "generar_enlace_pago")):
+        result = route(*balance, text)
+        assert result.needs_tool and result.best == tool, text
