@@ -28,7 +28,7 @@ GROUPS = [
     "enlace link url",
     "pedido orden compra order shipment envio paquete package parcel",
     "entrega delivery",
-    "devolucion devolver reembolso reembolsar reintegro return refund",
+    "devolucion devolver devuelvo devuelve reembolso reembolsar reintegro return refund",
     "garantia warranty guarantee",
     "tienda sucursal oficina sede store shop branch office",
     "horario hours",

@@ -97,8 +97,9 @@ _CUES = {
     "cancel": r"cancel|anul|ya no (necesito|voy)|reprogram|cambiar la fecha|no voy a estar|reschedul|postpone|aplaz|"
               r"(mover|pasar|correr) (la|el|mi) (visita|cita|reserva)|move (the|my) (visit|appointment|booking)|otro dia",
     "change": r"cambiar|cambio|actualiz|modific|subir|pasarme|upgrade|update|change",
-    "handover": r"asesor|persona|humano|alguien de verdad|human|agent|someone real",
-    "return": r"devolver|devolucion|cambiar (el|la) .* que (me )?llego|return|refund|money back|reembols|reintegr",
+    "handover": r"asesor|persona|humano|alguien de verdad|alguien (que )?me (ayude|atienda)|hablar con alguien|human|agent|"
+                r"someone real|talk to (someone|somebody)|someone (to )?help",
+    "return": r"devolver|devuelv|devolucion|cambiar (el|la) .* que (me )?llego|return|refund|money back|reembols|reintegr",
     "play": r"play|listen|stream|hear|reproduc|escuchar|ponme|pon (la|una|el|un|algo)|poner (la|una|el|un|algo)",
     "pay": r"pay|paid|payment|pagar|pago|pague|transfer|send (money|\d)|enviar (plata|dinero)",
     "share": r"share|compart|send my|enviar mi|mandar mi",

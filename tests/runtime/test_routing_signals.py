@@ -249,3 +249,12 @@ def test_taking_note_of_the_agents_answer_asks_nothing_unless_it_goes_on():
                        ("perfecto, quiero pagar ya", "generar_enlace_pago")):
         result = route(*balance, text)
         assert result.needs_tool and result.best == tool, text
+
+
+def test_asking_for_someone_to_help_is_a_handover_and_devuelvo_a_return():
+    """R6: "necesito que alguien me atienda" asks for a person (the handover), not a store; "¿cómo lo
+    devuelvo?" sounds like a return in its conjugated form too."""
+    result = route("necesito que alguien me atienda ya")
+    assert result.needs_tool and result.best == "transferir_asesor"
+    assert "return" in kinds_asked(normalise("ya no lo quiero, ¿cómo lo devuelvo?"))
+    assert "handover" not in kinds_asked(normalise("¿alguien sabe si llueve hoy?"))
