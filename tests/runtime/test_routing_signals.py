@@ -3,6 +3,7 @@ product requests and their follow-ups, the calibrated gate, Snowball stems in bo
 the values of a tool's enums. No database, no model call."""
 
 import json
+import re
 from pathlib import Path
 
 from runtime.routing.candidates import ToolCard, catalog_index, lexical
@@ -258,3 +259,16 @@ def test_asking_for_someone_to_help_is_a_handover_and_devuelvo_a_return():
     assert result.needs_tool and result.best == "transferir_asesor"
     assert "return" in kinds_asked(normalise("ya no lo quiero, ¿cómo lo devuelvo?"))
     assert "handover" not in kinds_asked(normalise("¿alguien sabe si llueve hoy?"))
+
+
+def test_no_cue_leaves_a_gap_unbounded_on_the_customers_text():
+    """R6, security: the cues run on a customer's text (up to 4,000 characters): a gap written `.*` or `.+`
+    made "me llegó " × 3,000 cost seconds (quadratic backtracking); every gap is bounded."""
+    from runtime.routing import gate, phrasings
+
+    patterns = [*phrasings._CUE_PATTERNS.values(), phrasings._ABOUT_PAYING, phrasings._EXCHANGE,
+                *(value for value in vars(gate).values() if isinstance(value, re.Pattern))]
+    assert len(patterns) > 20
+    for pattern in patterns:
+        outside_classes = re.sub(r"\[[^\]]*\]", "", pattern.pattern)
+        assert not re.search(r"(?<!\\)\.[*+]", outside_classes), pattern.pattern
