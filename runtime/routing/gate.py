@@ -24,7 +24,8 @@ only the others pay for e5 (about 35–75 ms a message here) and get the full ga
 The conversation counts: a message that only makes sense with the previous ones ("¿y en rojo?",
 "el 12345", "sí, por favor" after the agent offered to do something) is ranked together with
 the previous request (and a little of the agent's reply), and needs a tool if either does; one that
-clearly names a tool of its own ("¿y me mandas el link?" after the bill) keeps only a small share of them. An answer
+clearly names a tool of its own ("¿y me mandas el link?" after the bill) keeps only a small share of
+them. An answer
 to the agent's offer ("¿Te envío el enlace?") takes the offered action when it agrees ("dale",
 "mándamelo"); when it declines ("no, gracias, lo pago en el banco") it asks nothing, unless it
 redirects ("no, mejor…"), which is routed by its own words. Taking note of an answer of the agent ("ah
@@ -378,7 +379,9 @@ def _acknowledges(reading: Reading, text: str) -> bool:
 
 def _leans(reading: Reading, text: str) -> bool:
     # "ok y cuándo vence la del mes pasado": an acknowledgement first hides the "y…" that leans.
-    return bool(_LEANS.match(reading.plain) or _LEANS.match(_ACKNOWLEDGES.sub("", reading.plain, count=1).lstrip())) or _only_data(reading, text) or reading.words <= 2
+    after_acknowledgement = _ACKNOWLEDGES.sub("", reading.plain, count=1).lstrip()
+    return (bool(_LEANS.match(reading.plain) or _LEANS.match(after_acknowledgement)) or _only_data(reading, text)
+            or reading.words <= 2)
 
 
 def _only_data(reading: Reading, text: str) -> bool:
