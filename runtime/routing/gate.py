@@ -127,6 +127,7 @@ _IMPERATIVE = re.compile(
     r"\b(cambia|cambiame|agenda|agendame|abre|abreme|cancela|cancelame|genera|generame|busca|buscame|manda|mandame|envia|"
     r"enviame|pasa|pasame|muestra|muestrame|consulta|consultame|revisa|revisame|dime|regalame|confirmame|transfiere|"
     r"change|book|cancel|send|show|check|open|schedule|find|get|give|tell)\b")
+_ALSO = re.compile(r"\b(tambien|ademas|aparte|otra cosa|also|another thing|as well)\b")
 _GOES_ON = re.compile(r"^(y|and|pero|but|entonces|then|ahora|now|tambien|also|otra cosa|another thing)\b")
 _QUESTION_WORD = re.compile(r"\b(cuanto|cuanta|cuantos|cuantas|cuando|donde|como|cual|cuales|quien|que|por que|how|what|when|where|"
                             r"which|who|why|can|could|do|does|is|are)\b")
@@ -138,17 +139,18 @@ _NOTICE = re.compile(
     r"\b(ya (pague|consigne|cancele|hice|devolvi|llego|me llego|me llegaron|funciona|quedo|quedamos|esta|vino)|"
     r"(les?|solo les?|nada mas les?) (aviso|cuento|informo|comento)|(para|solo) (avisar|contar|informar)|les informo|"
     r"just (letting you know|so you know|to let you know)|fyi|i already (paid|did|returned|got)|"
-    r"gracias|thanks|thank you|excelente|muy amable|todo (perfecto|bien|listo)|funcionando|buenisim|super nice|great job)\b")
+    r"gracias|thanks|thank you|excelente|muy amable|todo (perfecto|bien|listo)|funcionando|buenisim|super nice|great job|"
+    r"esp[eé]r(e|a)me|un moment(o|ico|ito)|un segundo|ya vuelvo|estoy buscando|hold on|one (sec|second|moment))\b")
 _KNOWLEDGE = re.compile(
     r"(^|\b)(como se |como (conecto|configuro|reinicio|activo|instalo|enciendo|prendo|apago|cambio el nombre)\b|"
     r"que (significa|quiere decir|es mejor)|para que sirve|diferencia (hay )?entre|cual es (mejor|la diferencia)|"
-    r"es normal|vale la pena|conviene|me parece|la verdad|carisim|que pereza|\bmas \w+ que\b|"
+    r"es normal|es cierto|en general|vale la pena|conviene|me parece|la verdad|carisim|que pereza|\bmas \w+ que\b|"
     r"how (do|can) i (turn|set|connect|reset|configure|enable)|what s the difference|which (is|one is) better|"
     r"(better|faster|slower|worse|cheaper) than|is it worth|is it normal|i think|(more|less) \w+ than)")
 _ABOUT_CHAT = re.compile(
     r"\b(repite(s|me|lo|la)?|repitame|repetir(me|lo|la)?|repeat|vuelve(s)? a decir|lo ultimo que|que (dijiste|me dijiste)|me diste|you (said|sent)|"
     r"say (that|it) again|eres (un|una) (robot|bot|persona|maquina)|con quien (estoy hablando|hablo)|"
-    r"are you a (bot|robot|human|person)|am i talking to)")
+    r"are you a (bot|robot|human|person)|am i talking to|(que|cuales|en que) idiomas|what languages|do you speak)")
 # A question that names neither the customer nor the desk ("¿cuál es la capital de…?") rather than "¿cuál es mi saldo?".
 _PERSONAL = re.compile(
     r"\b(mi|mis|me|mio|mia|conmigo|yo|tengo|tenia|quiero|quisiera|necesito|busco|debo|pague|compre|nos|nuestro|nuestra|"
@@ -403,17 +405,20 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
     # "Sí, por favor" to the agent's "¿Quieres que abra un caso?": the agent's offer is the subject.
     opening = _LEADING_FILLER.sub("", fold(text).strip(" ¿?¡!"))
     asked = previous_agent.rstrip().endswith("?")
-    agrees = bool(_YES.match(opening)) and asked and current.words <= 3
+    # A longer yes agrees too when the agent offered something and the rest only gives its details ("sí,
+    # para el sábado en la mañana"), not another request ("sí, y también…").
+    agrees = bool(_YES.match(opening)) and asked and (current.words <= 3 or (
+        bool(_OFFER.search(fold(_question(previous_agent)))) and not _REDIRECT.search(normalise(opening))
+        and not _ALSO.search(normalise(opening))))
     if agrees:
         question, reply = read(index, [_question(previous_agent), previous_agent], cascade=cascade)
         # The offer is the question when it names the action ("¿Te genero el enlace?"), else the whole
         # reply ("Te puedo pasar al plan de 500 megas. ¿Lo hago?").
         offer = question if question is not None and tool_probability(question) >= FOLLOW_UP_THRESHOLD else reply
-        if offer is not None:
-            ranked = _ranked(index, [(1.0, offer)])
-            if tool_probability(offer) >= FOLLOW_UP_THRESHOLD:
-                return GateResult(True, ranked, reason="agrees to the agent's offer", follow_up=True)
-        return GateResult(False, ranked, reason="agrees, nothing offered")
+        if offer is not None and tool_probability(offer) >= FOLLOW_UP_THRESHOLD:
+            return GateResult(True, _ranked(index, [(1.0, offer)]), reason="agrees to the agent's offer", follow_up=True)
+        # Nothing offered: a bare "sí" is small talk below; "si tengo algún saldo pendiente" ("whether I have…",
+        # the same letters) answers "¿qué te gustaría revisar?" with a request of its own.
     # "No, gracias" to an offer asks nothing, whatever it names ("no, lo pago en el banco"); a redirect
     # ("no, mejor mándenme un técnico") is read as a request of its own below.
     if asked and _NO.match(opening) and _OFFER.search(fold(_question(previous_agent))) \

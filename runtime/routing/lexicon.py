@@ -6,7 +6,7 @@ A customer says "ticket", "link" or "recibo"; the tool's definition says "caso",
 for the lexical signal as every word of its group (`expand`), so "Any news on ticket 55120?" meets
 "consultar un caso de soporte" as "¿cómo va mi caso?" does. The groups are few and unambiguous on
 purpose: a word with two common meanings ("case": a phone case or a ticket; "cambio": an exchange or
-a change) is in none, as a wrong match costs more than a missed one. Only the message's words are
+a change; "gigas": a phone's storage or a plan's data) is in none, as a wrong match costs more than a missed one. Only the message's words are
 expanded; the tools' words stay their own (`candidates._stems`).
 """
 
@@ -44,7 +44,7 @@ GROUPS = [
     "tecnico technician",
     "visita cita appointment visit",
     "fecha date",
-    "gigas giga gb datos data megas",
+    "datos data",
     "minutos minutes",
     "mensajes sms texts",
     "consumo usage",

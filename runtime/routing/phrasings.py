@@ -85,7 +85,7 @@ _CUES = {
               r"recomienda|suggest|suger|are there|is there any|hay (algun|alguna|algo)|les queda(n)?|existencias|en stock|"
               r"in stock|todavia (tienen|hay|venden)|still (have|sell)|available",
     "locate": rf"donde (queda|quedan|esta|estan|hay)|{_PLACES}|cerca|near|nearest|closest",
-    "status": r"como va|en que (va|estado)|estado|donde (esta|va)|ya (llego|despacharon|resolvieron)|cuando (llega|me llega)|"
+    "status": r"como va|en que (va|estado)|estado|donde (esta|va)|ya (lo |la |los |las |me )?(llego|llegaron|despacharon|enviaron|mandaron|resolvieron|arreglaron|solucionaron)|(has|have|was|is) (it|this|that|the \w+) (been )?(fixed|resolved|solved|shipped|sent)|llega (la |el )?(fibra|internet|senal|servicio|television)|(hay|tienen) (cobertura|fibra|servicio|senal) (en|para)|cuando (llega|me llega)|"
               r"status|update on|where is|track|cuanto (debo|tengo que pagar)|cuantos|cuantas|me quedan|left|que (paso|ha pasado) con|"
               r"novedad(es)?|any news|news on|what happened (to|with)|has .{0,80} (shipped|arrived)",
     "report": r"abr(ir|a|e|an) (un|el|mi|otro) |no (me )?(funciona|sirve|prende|tengo|llega|carga)|se (me )?(cae|cayo|dano|va|fue)|dano|falla|problema|"
@@ -94,8 +94,8 @@ _CUES = {
     "book": r"agendar|programar|reservar|que dia pueden|venga|vengan|manden|book|schedule|reserve|appointment|buy|"
             r"purchase|boletas?|entradas|tiquetes?|reservation|reserva|cita|mand(ar|en|e) a alguien|send someone|"
             r"come (over|on|to)|pueden venir|puede venir",
-    "cancel": r"cancel|anul|ya no (necesito|voy)|reprogram|cambiar la fecha|no voy a estar|reschedul|postpone|aplaz|"
-              r"(mover|pasar|correr) (la|el|mi) (visita|cita|reserva)|move (the|my) (visit|appointment|booking)|otro dia",
+    "cancel": r"(?<!noise )cancel(?!acion de ruido)|anul|ya no (necesito|voy)|reprogram|cambiar la fecha|no voy a estar|reschedul|postpone|aplaz|"
+              r"(mover|pasar|correr) (la|el|mi) (visita|cita|reserva|instalacion)|(muevela|muevala|moverla|pasarla|correrla|muevelo|moverlo)\b|move (the|my) (visit|appointment|booking)|otro dia",
     "change": r"cambiar|cambio|actualiz|modific|subir|pasarme|upgrade|update|change",
     "handover": r"asesor|persona|humano|alguien de verdad|alguien (que )?me (ayude|atienda)|hablar con alguien|human|agent|"
                 r"someone real|talk to (someone|somebody)|someone (to )?help",
@@ -128,7 +128,8 @@ _ABOUT_PAYING = re.compile(
 _EXCHANGE = re.compile(
     r"\b(cambiar(lo|la|melo|mela)? por (otro|otra|uno|una)|(me )?(llego|vino|llegaron|vinieron)\b.{0,80}\b(danad|rayad|rot[oa]s?\b|"
     r"equivocad|defectuos|mal[oa]?\b|incomplet|quebrad|partid)|(arrived|came) (damaged|broken|scratched|faulty)|"
-    r"wrong (item|size|colou?r|product|one)|exchange (it|this|the))")
+    r"wrong (item|size|colou?r|product|one)|exchange (it|this|the)|(llego|vino)\b.{0,40}\bde otro colou?r|(me )?quedo (peque[nñ]|grande|chic|apretad)|"
+    r"(por|for) (la|una|otra|the|a) (talla|size))")
 
 
 def kinds_asked(folded: str) -> set[str]:

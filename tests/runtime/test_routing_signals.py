@@ -272,3 +272,37 @@ def test_no_cue_leaves_a_gap_unbounded_on_the_customers_text():
     for pattern in patterns:
         outside_classes = re.sub(r"\[[^\]]*\]", "", pattern.pattern)
         assert not re.search(r"(?<!\\)\.[*+]", outside_classes), pattern.pattern
+
+
+def test_a_yes_with_details_takes_the_offer_and_a_whether_question_is_routed_by_its_words():
+    """R6: "Sí, el martes por la tarde, estoy en la Carrera 70" to "¿Quieres que agende una visita técnica?"
+    agrees (it only adds the details); "si ya me llegó la factura" to "¿qué te gustaría revisar?" is no yes
+    to an offer but a request of its own ("whether…", the same letters)."""
+    visit = route("La fibra se cae cada rato", "Registré el caso SOP-881. ¿Quieres que agende una visita técnica?",
+                  "Sí, el martes por la tarde, estoy en la Carrera 70 # 10-20")
+    assert visit.needs_tool and visit.follow_up and visit.best == "agendar_visita_tecnica"
+    bill = route("Quiero revisar algo de mi cuenta", "Claro, ¿qué te gustaría revisar?", "si ya me llegó la factura de este mes")
+    assert bill.needs_tool and bill.best == "consultar_factura"
+
+
+def test_holding_on_a_question_about_the_chat_or_a_general_claim_need_no_tool():
+    """R6: "espéreme que estoy buscando el recibo" (holding on), "¿en qué idiomas me puedes atender?" (about
+    the chat) and "¿eso es cierto?" of a claim heard somewhere (general knowledge) ask no tool."""
+    for text in ("espéreme un momentico que estoy buscando el recibo", "¿En qué idiomas me puedes atender?",
+                 "Dicen que desconectar el módem en la noche ahorra luz, ¿eso es cierto?"):
+        assert not route(text).needs_tool, text
+
+
+def test_cues_for_coverage_moving_a_visit_a_wrong_colour_and_noise_cancelling():
+    """R6: "¿llega la fibra al barrio…?" asks about coverage; "muévela para el miércoles" moves a visit;
+    "me llegó de otro color, la quiero cambiar" returns a product; "cancelación de ruido" is a feature of a
+    product, not a cancellation; "256 gigas" of a phone is its storage, not mobile data."""
+    assert "status" in kinds_asked(normalise("¿Llega la fibra al barrio Belén?"))
+    assert route("¿Llega la fibra al barrio Belén?").best == "consultar_cobertura"
+    moved = route("Agéndame el técnico el lunes", "Listo, quedó para el lunes.", "uy no, muévela para el miércoles")
+    assert moved.needs_tool and moved.best == "cancelar_visita_tecnica"
+    assert route("me llegó la chaqueta de otro color, la quiero cambiar").best == "solicitar_devolucion"
+    assert "cancel" not in kinds_asked(normalise("Busco unos audífonos con cancelación de ruido"))
+    assert route("Busco unos audífonos con cancelación de ruido").best == "buscar_producto"
+    phone = route("¿Cuánto vale el Galaxy A55?", "El Galaxy A55 de 128 GB está en $1.599.000.", "y el de 256 gigas?")
+    assert phone.needs_tool and phone.best == "buscar_producto"
