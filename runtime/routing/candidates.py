@@ -72,6 +72,11 @@ class ToolCard:
         )
 
     @property
+    def action(self) -> str:
+        """What the tool does, verb first: its `com.asixto/verb`, else the words of its name."""
+        return self.verb or name_words(self.name)
+
+    @property
     def purpose(self) -> str:
         """The description without its "do not use it for…" part."""
         return _NOT_FOR.sub("", self.description).strip()
@@ -113,7 +118,7 @@ class CatalogIndex:
 
 
 def _views(card: ToolCard) -> list[str]:
-    verb = card.verb or name_words(card.name)
+    verb = card.action
     title = card.title or name_words(card.name)
     first = re.split(r"(?<=[.!?])\s", card.purpose, maxsplit=1)[0] if card.purpose else title
     return [verb, f"{title}: {verb}", first or verb]
@@ -127,12 +132,11 @@ def _stems(card: ToolCard) -> Counter:
     """Stems of the tool with the weight of where they appear: the verb and name count most, but for
     the verb's action word (ACTION_WEIGHT)."""
     counts = Counter()
-    verb = card.verb or name_words(card.name)
-    action = stems(verb.split()[0]) if verb.split() else []
+    action_word = stems(card.action.split()[0]) if card.action.split() else []
     for text, weight in ((card.verb, 3.0), (name_words(card.name), 2.0), (card.title, 2.0), (card.purpose, 1.0),
                          (" ".join(card.capabilities), 1.0), (card.input_words(), 0.5), (card.enum_words(), 1.0)):
         for word in stems(text):
-            w = min(weight, ACTION_WEIGHT) if word in action else weight
+            w = min(weight, ACTION_WEIGHT) if word in action_word else weight
             for stem in word:
                 counts[stem] = max(counts[stem], w)
     return counts
@@ -152,7 +156,7 @@ class ToolVectors:
 
 
 def _requests(card: ToolCard) -> list[str]:
-    return requests_for(card.verb or name_words(card.name))
+    return requests_for(card.action)
 
 
 def embed_tools(cards: list[ToolCard]) -> list[ToolVectors]:
@@ -194,7 +198,7 @@ def assemble(cards: list[ToolCard], vectors: list[ToolVectors]) -> CatalogIndex:
         about_e5=np.stack([v.about_e5 for v in vectors]) if vectors else np.zeros((0, 3, 384), np.float32),
         inputs_e5=np.stack([v.inputs_e5 for v in vectors]) if vectors else np.zeros((0, 384), np.float32),
         asks_e5=stacked("asks_e5", 384), asks_owner=np.array(owner, dtype=np.int64), weights=weights,
-        kinds=[kind_of(card.verb or name_words(card.name)) for card in cards])
+        kinds=[kind_of(card.action) for card in cards])
 
 
 def build_index(cards: list[ToolCard]) -> CatalogIndex:

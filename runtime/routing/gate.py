@@ -372,10 +372,11 @@ def _question(text: str) -> str:
 def _acknowledges(reading: Reading, text: str) -> bool:
     """Takes note of the agent's answer and asks nothing more: no question (by its mark, or by its words,
     as a voice transcript has no marks), no request, no order, nothing added with "y…"/"and…"."""
-    found = _ACKNOWLEDGES.match(fold(text).strip(" ¡!"))
+    folded = fold(text).strip(" ¡!")
+    found = _ACKNOWLEDGES.match(folded)
     if not found or "?" in text or reading.request_form or _IMPERATIVE.search(reading.plain):
         return False
-    rest = normalise(fold(text)[found.end():])
+    rest = normalise(folded[found.end():])
     return not _GOES_ON.match(rest) and not _QUESTION_WORD.search(rest)
 
 
@@ -404,14 +405,17 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
     ranked = _ranked(index, [(1.0, current)])
     # "Sí, por favor" to the agent's "¿Quieres que abra un caso?": the agent's offer is the subject.
     opening = _LEADING_FILLER.sub("", fold(text).strip(" ¿?¡!"))
+    opening_words = normalise(opening)
     asked = previous_agent.rstrip().endswith("?")
+    agent_question = _question(previous_agent)
+    offered = asked and bool(_OFFER.search(fold(agent_question)))
+    redirects = bool(_REDIRECT.search(opening_words))
     # A longer yes agrees too when the agent offered something and the rest only gives its details ("sí,
     # para el sábado en la mañana"), not another request ("sí, y también…").
     agrees = bool(_YES.match(opening)) and asked and (current.words <= 3 or (
-        bool(_OFFER.search(fold(_question(previous_agent)))) and not _REDIRECT.search(normalise(opening))
-        and not _ALSO.search(normalise(opening))))
+        offered and not redirects and not _ALSO.search(opening_words)))
     if agrees:
-        question, reply = read(index, [_question(previous_agent), previous_agent], cascade=cascade)
+        question, reply = read(index, [agent_question, previous_agent], cascade=cascade)
         # The offer is the question when it names the action ("¿Te genero el enlace?"), else the whole
         # reply ("Te puedo pasar al plan de 500 megas. ¿Lo hago?").
         offer = question if question is not None and tool_probability(question) >= FOLLOW_UP_THRESHOLD else reply
@@ -421,8 +425,7 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
         # the same letters) answers "¿qué te gustaría revisar?" with a request of its own.
     # "No, gracias" to an offer asks nothing, whatever it names ("no, lo pago en el banco"); a redirect
     # ("no, mejor mándenme un técnico") is read as a request of its own below.
-    if asked and _NO.match(opening) and _OFFER.search(fold(_question(previous_agent))) \
-            and not _REDIRECT.search(normalise(opening)):
+    if offered and _NO.match(opening) and not redirects:
         return GateResult(False, ranked, reason="declines the agent's offer")
     if not asked and previous_agent and _acknowledges(current, text):
         return GateResult(False, ranked, reason="acknowledges the agent's answer")
