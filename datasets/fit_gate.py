@@ -2,9 +2,18 @@
 
     python datasets/fit_gate.py
 
-Reads the development files (`asixto_soporte_dev.jsonl` with `asixto_soporte_dev_extra.jsonl`, and
-`bfcl_sgd_dev.jsonl` with `bfcl_sgd_dev_extra.jsonl`, each pair as one set; never a held-out file),
-computes the gate's features of each item's last message with the code the check runs (`gate.read`,
+Reads the development files (the support set's four: `asixto_soporte_dev.jsonl`, `_dev_extra.jsonl`,
+`_dev_extra2.jsonl` and `_heldout3.jsonl`, spent as a held-out set and tuned on since; and
+`bfcl_sgd_dev.jsonl` with `bfcl_sgd_dev_extra.jsonl`; each group as one set; never a held-out file).
+
+First the request probe (`runtime/routing/request_probe.json`): a class-balanced logistic regression over
+the USE vector of each dev item's message, whatever the catalog (each file weighs the same), on the items of
+one message only (a follow-up's label, "¿y en rojo?" needs a tool, is its conversation's). The gate weighs its
+log-odds as one feature; to fit the gate on what the probe says of messages it has not seen, each file's
+probe feature comes from a probe fitted without that file (out of fold); a follow-up's last message, never
+in the probe's data, gets the shipped probe's value.
+
+Then the gate: computes the gate's features of each item's last message with the code the check runs (`gate.read`,
 `gate.gate_features`), fits a class-balanced logistic regression with a small L2 penalty on
 standardised features (plain numpy gradient descent), and prints GATE_COEFFICIENTS and GATE_BIAS
 for the raw features, to be pasted into gate.py. Each dev set weighs the same in the fit.
@@ -26,11 +35,16 @@ sys.path.insert(0, str(ROOT))
 
 from runtime.routing.candidates import catalog_index  # noqa: E402
 from runtime.routing.evaluation import load_catalog, load_dataset  # noqa: E402
-from runtime.routing.gate import _margin, cheap_features, cheap_scores, gate_features, read  # noqa: E402
+from runtime.routing import encoder  # noqa: E402
+from runtime.routing.gate import (  # noqa: E402
+    PROBE_CLIP, REQUEST_PROBE, _margin, _probe, cheap_features, cheap_scores, gate_features, read)
+from runtime.routing.words import normalise  # noqa: E402
 
-DEV = [("asixto_soporte_dev.jsonl asixto_soporte_dev_extra.jsonl", "asixto_soporte_catalog.json"),
+SUPPORT = ("asixto_soporte_dev.jsonl asixto_soporte_dev_extra.jsonl asixto_soporte_dev_extra2.jsonl "
+           "asixto_soporte_heldout3.jsonl")
+DEV = [(SUPPORT, "asixto_soporte_catalog.json"),
        ("bfcl_sgd_dev.jsonl bfcl_sgd_dev_extra.jsonl", "bfcl_sgd_catalog.json"),
-       ("asixto_soporte_dev.jsonl asixto_soporte_dev_extra.jsonl", "examples.soporte")]
+       (SUPPORT, "examples.soporte")]
 L2, STEPS, RATE = 10.0, 4000, 0.1
 MAX_CASCADE_ERRORS = 0.01  # share of dev items the cheap gate may decide wrongly on its own
 
@@ -43,23 +57,66 @@ def _cards(catalog: str):
     return load_catalog((ROOT / "datasets" / catalog).read_text())
 
 
-def features(dataset: str, catalog: str):
-    """Per dev item of `dataset` against `catalog`: the full gate's features, the cheap gate's,
-    whether a tool is expected, and whether the cheap ranking's top-1 is the expected tool."""
-    cards = _cards(catalog)
-    names = {card.name for card in cards}
-    lines = []
+def _items(dataset: str, names: set[str]) -> list[tuple[str, dict]]:
+    """(file, item) of the files of `dataset` whose tool is in `names` (or none)."""
+    found = []
     for name in dataset.split():  # one set, maybe in several files
         with open(ROOT / "datasets" / name, encoding="utf-8") as handle:
-            lines += [line for line in handle if line.strip() and json.loads(line).get("expected") in names | {None}]
-    items = load_dataset(lines, names)
+            lines = [line for line in handle if line.strip() and json.loads(line).get("expected") in names | {None}]
+        found += [(name, item) for item in load_dataset(lines, names)]
+    return found
+
+
+def features(dataset: str, catalog: str, probe: dict):
+    """Per dev item of `dataset` against `catalog`: the full gate's features, the cheap gate's,
+    whether a tool is expected, and whether the cheap ranking's top-1 is the expected tool. The
+    request probe's feature (the last of each gate) is `probe`'s out-of-fold value for the item."""
+    cards = _cards(catalog)
+    found = _items(dataset, {card.name for card in cards})
+    items = [item for _name, item in found]
     index = catalog_index(cards)
     readings = read(index, [item["messages"][-1]["content"] for item in items], cascade=False)
     cheap_top = [index.cards[int(np.argmax(cheap_scores(r.signals)))].name for r in readings]
-    return ([gate_features(r) for r in readings], [cheap_features(r) for r in readings],
+    unseen = [probe.get((name, item["id"]), reading.request) / PROBE_CLIP for (name, item), reading in zip(found, readings)]
+    return ([[*gate_features(r)[:-1], u] for r, u in zip(readings, unseen)],
+            [[*cheap_features(r)[:-1], u] for r, u in zip(readings, unseen)],
             [item["expected"] is not None for item in items],
             [top == item["expected"] for top, item in zip(cheap_top, items)],
             [_margin(cheap_scores(r.signals)) for r in readings], [r.is_small_talk for r in readings])
+
+
+def request_probe() -> dict:
+    """Fits the request probe on every dev file's stand-alone messages (each file weighs the same, its two
+    classes alike), writes it to REQUEST_PROBE, and returns each such item's out-of-fold log-odds by (file, id):
+    from a probe fitted on the other files."""
+    rows = []  # (file, id, USE vector, needs a tool)
+    for dataset, catalog in [(d, c) for d, c in DEV if c != "examples.soporte"]:  # each file once
+        # Messages that stand alone: a follow-up's label ("¿y en rojo?" needs a tool) is its conversation's.
+        found = [(name, item) for name, item in _items(dataset, {card.name for card in _cards(catalog)})
+                 if len(item["messages"]) == 1]
+        vectors = encoder.embed([normalise(item["messages"][-1]["content"]) for _name, item in found])
+        rows += [(name, item["id"], v, item["expected"] is not None) for (name, item), v in zip(found, vectors)]
+    files = np.array([row[0] for row in rows])
+    x, y = np.array([row[2] for row in rows]), np.array([row[3] for row in rows], dtype=float)
+    weight = np.zeros(len(y))
+    for name in set(files):  # balanced within each file, each file the same
+        mine = files == name
+        weight[mine] = np.where(y[mine] == 1, 0.5 / y[mine].sum(), 0.5 / (len(y[mine]) - y[mine].sum()))
+    unseen = np.zeros(len(y))
+    for name in set(files):
+        w, b = fit(x[files != name], y[files != name], _normalised(weight[files != name]))
+        unseen[files == name] = x[files == name] @ w + b
+    w, b = fit(x, y, _normalised(weight))
+    REQUEST_PROBE.write_text(json.dumps({
+        "fitted_by": "datasets/fit_gate.py", "input": "USE vector of the normalised message", "files": sorted(set(files)),
+        "bias": round(b, 6), "weights": [round(float(v), 6) for v in w]}) + "\n")
+    _probe.cache_clear()
+    print(f"# request probe: out-of-fold accuracy {float(((unseen > 0) == (y == 1)).mean()):.3f} on {len(y)} messages")
+    return {(row[0], row[1]): float(np.clip(u, -PROBE_CLIP, PROBE_CLIP)) for row, u in zip(rows, unseen)}
+
+
+def _normalised(weight: np.ndarray) -> np.ndarray:
+    return weight * len(weight) / weight.sum()
 
 
 def fit(x: np.ndarray, y: np.ndarray, weight: np.ndarray):
@@ -101,19 +158,20 @@ def cascade_band(p, y, right, margin, talk, budget_share=None):
 
 
 def main():
+    probe = request_probe()
     xs, cheap, ys, weights, rights, margins, talks = [], [], [], [], [], [], []
     for dataset, catalog in DEV:
-        x, xc, y, right, margin, talk = features(dataset, catalog)
+        x, xc, y, right, margin, talk = features(dataset, catalog, probe)
         y = np.array(y, dtype=float)
         # Balanced within each set (tool vs none), and each set counts as much as the other.
         per_class = np.where(y == 1, 0.5 / y.sum(), 0.5 / (len(y) - y.sum()))
         xs.append(np.array(x)), cheap.append(np.array(xc)), ys.append(y), weights.append(per_class)
         rights.append(np.array(right)), margins.append(np.array(margin)), talks.append(np.array(talk))
     x, xc, y, weight = np.vstack(xs), np.vstack(cheap), np.concatenate(ys), np.concatenate(weights)
-    coefficients, bias = fit(x, y, weight * len(y) / weight.sum())
+    coefficients, bias = fit(x, y, _normalised(weight))
     print("GATE_COEFFICIENTS = (" + ", ".join(f"{c:.4f}" for c in coefficients) + ")")
     print(f"GATE_BIAS = {bias:.4f}")
-    cheap_coefficients, cheap_bias = fit(xc, y, weight * len(y) / weight.sum())
+    cheap_coefficients, cheap_bias = fit(xc, y, _normalised(weight))
     print("CHEAP_COEFFICIENTS = (" + ", ".join(f"{c:.4f}" for c in cheap_coefficients) + ")")
     print(f"CHEAP_BIAS = {cheap_bias:.4f}")
     p = _probabilities(xc, cheap_coefficients, cheap_bias)

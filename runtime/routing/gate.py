@@ -40,10 +40,12 @@ see them, so a tool one strong signal prefers is worth a slot more than the scor
 their scores, and why (for the turn record and the evaluation).
 """
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -66,20 +68,26 @@ FOLLOW_UP_OWN_MARGIN, FOLLOW_UP_CLEAR_SHARE = 0.2, 0.3
 FUSED_SIGNALS = ("lexical", "asks", "about_e5")
 FUSION_K = 1.0
 SMALL_TALK_SIMILARITY = 0.78  # this close to a small-talk phrase, with no tool word in it: none
+# What the message sounds like, whatever the catalog: a linear probe over its USE vector gives the log-odds that
+# it asks a desk to do or look up something (not thanks, an opinion, a how-to question, a notice), fitted on the
+# development files' messages by datasets/fit_gate.py and kept in request_probe.json; one more fact for both gates.
+REQUEST_PROBE = Path(__file__).with_name("request_probe.json")
+PROBE_CLIP = 8.0
 # The gate: P(needs a tool) = logistic(GATE_BIAS + Σ coefficient × feature), features in the order
 # of `gate_features`. Fitted by datasets/fit_gate.py on the dev files (see datasets/README.md).
-GATE_COEFFICIENTS = (0.5315, 2.3635, 28.7981, 5.9459, 2.1748, -0.7231, -0.8315, 1.5197, -3.8337, -6.1399, -2.3637, 1.7517, -2.8117, 1.9481, -3.0578, -3.3815, -3.2814, -0.1313)
-GATE_BIAS = -24.8347
+GATE_COEFFICIENTS = (0.4623, 2.7172, 29.6516, -3.8276, -0.5577, -2.0964, -0.3951, 0.8551, -2.6046, -3.2831, -1.9320, 1.3445, -2.6988, 2.2262, -3.2253, -3.3932, -3.6440, 0.2881, 2.4009)
+GATE_BIAS = -19.0676
 GATE_THRESHOLD = 0.5
 # The cascade's cheap gate (no e5 feature, same fit), and the band where it decides alone: below
 # CASCADE_LOW no tool; above CASCADE_HIGH with a top-1/top-2 margin of CASCADE_MARGIN a tool, ranked
 # without e5. In between, e5 is read. Fitted by datasets/fit_gate.py on the dev files only; the band
 # is its "2.0% errors allowed" choice: the cheap gate alone may misjudge 2% of dev messages, so that
 # e5 is read on fewer messages than before the offer/decline facts (P4), with dev accuracy unchanged.
-CHEAP_COEFFICIENTS = (0.5966, 3.5516, 5.3672, -0.6931, -0.6878, 1.4408, -3.4882, -2.4403, 2.0223, -2.6241, 1.9305, -2.6903, -3.4811, -3.2181, -0.5210)
-CHEAP_BIAS = 0.0775
-CASCADE_LOW, CASCADE_HIGH, CASCADE_MARGIN = 0.20, 0.67, 0.2
+CHEAP_COEFFICIENTS = (0.5678, 3.7906, 1.8137, -2.9261, -0.2559, 0.7279, -1.9306, -1.7528, 1.3737, -2.6137, 2.2744, -3.1383, -3.1051, -3.5992, 0.1077, 2.7856)
+CHEAP_BIAS = 0.6218
+CASCADE_LOW, CASCADE_HIGH, CASCADE_MARGIN = 0.15, 0.68, 0.2
 FOLLOW_UP_THRESHOLD = 0.5  # a follow-up inherits a request this likely
+ANSWER_SHARE = 0.5  # an answer's own words in its ranking, next to the request it answers for (1.0)
 
 SMALL_TALK = [
     "hola", "buenos días", "buenas tardes", "buenas noches", "gracias", "muchas gracias", "ok", "vale", "listo",
@@ -102,8 +110,8 @@ _EMAIL = re.compile(r"^\s*[\w.+\-]+@[\w\-]+(\.[\w\-]+)+\s*$")  # normalised text
 # Phrased as a request ("could you…", "I'd like…", "¿me ayudas…?", "quiero…"): what it asks may still be
 # nothing a tool does, so this is one more fact for the gate, not a decision.
 _REQUEST_FORM = re.compile(
-    r"\b(i d like|i would like|i want|i need|need to|can you|could you|would you|please|i m looking|help me|quiero|"
-    r"quisiera|necesito|me gustaria|puedes|podrias|me ayudas|ayudame|por favor|me (das|da|dan|pasas|envias|mandas)|"
+    r"\b(i d like|i would like|i want|i need|(?<!no )need to|can you|could you|would you|please|i m looking|help me|quiero|"
+    r"quisiera|necesito|me gustaria|puedes|podrias|me (puede|pueden|podria|podrian)|me ayudas|ayudame|por favor|me (das|da|dan|pasas|envias|mandas)|"
     r"dame|hazme|haz)\b"
 )
 # The customer's answer to an offer of the agent ("¿Quieres que te abra un caso?"): yes — the offer is the
@@ -126,11 +134,13 @@ _ACKNOWLEDGES = re.compile(r"^(ah+|aja|ok|okay|vale|listo|perfecto|bueno|entiend
 _IMPERATIVE = re.compile(
     r"\b(cambia|cambiame|agenda|agendame|abre|abreme|cancela|cancelame|genera|generame|busca|buscame|manda|mandame|envia|"
     r"enviame|pasa|pasame|muestra|muestrame|consulta|consultame|revisa|revisame|dime|regalame|confirmame|transfiere|"
-    r"change|book|cancel|send|show|check|open|schedule|find|get|give|tell)\b")
+    r"change|switch|move|upgrade|put me|book|cancel|send|show|check|open|schedule|find|get|give|tell)\b")
 _ALSO = re.compile(r"\b(tambien|ademas|aparte|otra cosa|also|another thing|as well)\b")
 _GOES_ON = re.compile(r"^(y|and|pero|but|entonces|then|ahora|now|tambien|also|otra cosa|another thing)\b")
 _QUESTION_WORD = re.compile(r"\b(cuanto|cuanta|cuantos|cuantas|cuando|donde|como|cual|cuales|quien|que|por que|how|what|when|where|"
                             r"which|who|why|can|could|do|does|is|are)\b")
+# A question about what the agent just answered ("¿o sea que el 5 ya tengo los 20 completos?", "so it's free?").
+_CLARIFIES = re.compile(r"^(o sea|osea|entonces|so|wait|then|or)\b")
 _LEADING_FILLER = re.compile(r"^((eh+|em+|mm+|hmm|uh|um+|ah|aja|aha|bueno|pues|este|o sea|well|so)\b[\s,.;:]*)+")
 # What a message that needs no tool often is, though it names products or services (facts for the gate):
 # a notice or thanks ("ya pagué, solo les aviso"), a question of general knowledge or opinion ("¿qué
@@ -140,15 +150,18 @@ _NOTICE = re.compile(
     r"(les?|solo les?|nada mas les?) (aviso|cuento|informo|comento)|(para|solo) (avisar|contar|informar)|les informo|"
     r"just (letting you know|so you know|to let you know)|fyi|i already (paid|did|returned|got)|"
     r"gracias|thanks|thank you|excelente|muy amable|todo (perfecto|bien|listo)|funcionando|buenisim|super nice|great job|"
-    r"esp[eé]r(e|a)me|un moment(o|ico|ito)|un segundo|ya vuelvo|estoy buscando|hold on|one (sec|second|moment))\b")
+    r"esp[eé]r(e|a)me|un moment(o|ico|ito)|un segundo|ya vuelvo|estoy buscando|d[eé]j(e|a)me (buscar|ver|revisar|mirar)|"
+    r"ya (se )?(lo|la|se lo|se la) (paso|envio|mando|doy)|hold on|one (sec|second|moment)|let me (find|look for|get|check))\b")
 _KNOWLEDGE = re.compile(
     r"(^|\b)(como se |como (conecto|configuro|reinicio|activo|instalo|enciendo|prendo|apago|cambio el nombre)\b|"
     r"que (significa|quiere decir|es mejor)|para que sirve|diferencia (hay )?entre|cual es (mejor|la diferencia)|"
-    r"es normal|es cierto|en general|vale la pena|conviene|me parece|la verdad|carisim|que pereza|\bmas \w+ que\b|"
+    r"es normal|es cierto|en general|pregunta general|vale la pena|conviene|me parece|la verdad|carisim|que pereza|\bmas \w+ que\b|"
+    r"que es eso de|como funciona|(es|sera) recomendable|(usted|tu) que (opina|piensa)|que opinas?\b|cual de (los|las) (dos|tres)\b|"
+    r"por que (el|la|los|las|se)\b|how does .{0,40} work|what does .{0,40} mean|which of the (two|three)|"
     r"how (do|can) i (turn|set|connect|reset|configure|enable)|what s the difference|which (is|one is) better|"
     r"(better|faster|slower|worse|cheaper) than|is it worth|is it normal|i think|(more|less) \w+ than)")
 _ABOUT_CHAT = re.compile(
-    r"\b(repite(s|me|lo|la)?|repitame|repetir(me|lo|la)?|repeat|vuelve(s)? a decir|lo ultimo que|que (dijiste|me dijiste)|me diste|you (said|sent)|"
+    r"\b(repite(s|me|lo|la)?|repitame|(cual|que|como) era\b|what was (the|that|it)\b|repetir(me|lo|la)?|repeat|vuelve(s)? a decir|lo ultimo que|que (dijiste|me dijiste)|me diste|you (said|sent)|"
     r"say (that|it) again|eres (un|una) (robot|bot|persona|maquina)|con quien (estoy hablando|hablo)|"
     r"are you a (bot|robot|human|person)|am i talking to|(que|cuales|en que) idiomas|what languages|do you speak)")
 # A question that names neither the customer nor the desk ("¿cuál es la capital de…?") rather than "¿cuál es mi saldo?".
@@ -188,6 +201,7 @@ class Reading:
     signals: Signals
     scores: np.ndarray  # per tool
     small_talk: tuple[float, float | None]  # best cosine with a small-talk phrase: USE, e5 (None: not read)
+    request: float  # the request probe's log-odds (`sounds_like_request`)
 
     @property
     def full(self) -> bool:
@@ -245,6 +259,18 @@ class Reading:
         return probability >= CASCADE_HIGH and _margin(self.scores) >= CASCADE_MARGIN
 
 
+@lru_cache(maxsize=1)
+def _probe() -> tuple[np.ndarray, float]:
+    fitted = json.loads(REQUEST_PROBE.read_text())
+    return np.asarray(fitted["weights"], dtype=np.float32), float(fitted["bias"])
+
+
+def sounds_like_request(use: np.ndarray) -> float:
+    """The request probe's log-odds for a message's USE vector, clipped to ±PROBE_CLIP."""
+    weights, bias = _probe()
+    return float(np.clip(float(use @ weights) + bias, -PROBE_CLIP, PROBE_CLIP))
+
+
 def cheap_scores(s: Signals) -> np.ndarray:
     return W_ABOUT * s.about + W_ASKS * s.asks + W_LEX * np.minimum(s.lexical, LEX_CAP) + W_KIND * s.kind
 
@@ -268,7 +294,8 @@ def read(index: CatalogIndex, texts: list[str], *, cascade: bool = True) -> list
     readings = []
     for n, p in enumerate(present):
         found = signals(index, p, use[n])
-        readings.append(Reading(p, found, tool_scores(found), (float((talk_use @ use[n]).max()), None)))
+        readings.append(Reading(p, found, tool_scores(found), (float((talk_use @ use[n]).max()), None),
+                                sounds_like_request(use[n])))
     complete(index, readings, [n for n, reading in enumerate(readings) if not cascade or not reading.settled])
     found = iter(readings)
     return [next(found) if p else None for p in plain]
@@ -284,7 +311,7 @@ def complete(index: CatalogIndex, readings: list[Reading | None], which: list[in
     for row, n in enumerate(which):
         found = with_e5(index, readings[n].signals, e5[row])
         readings[n] = Reading(readings[n].plain, found, tool_scores(found),
-                              (readings[n].small_talk[0], float((talk_e5 @ e5[row]).max())))
+                              (readings[n].small_talk[0], float((talk_e5 @ e5[row]).max())), readings[n].request)
 
 
 def _margin(scores: np.ndarray) -> float:
@@ -298,7 +325,8 @@ def cheap_features(reading: Reading) -> list[float]:
     return [float(scores.max()), _margin(scores), float(s.about.max()), float(s.asks.max()),
             min(float(s.lexical.max()), LEX_CAP) / LEX_CAP, float(s.kind.max() > 0), reading.small_talk[0],
             min(reading.words, 6) / 6, float(reading.only_data), float(reading.foreign), float(reading.request_form),
-            float(reading.notice), float(reading.knowledge), float(reading.about_chat), float(reading.impersonal)]
+            float(reading.notice), float(reading.knowledge), float(reading.about_chat), float(reading.impersonal),
+            reading.request / PROBE_CLIP]
 
 
 def gate_features(reading: Reading) -> list[float]:
@@ -308,11 +336,11 @@ def gate_features(reading: Reading) -> list[float]:
             float(s.asks.max()), min(float(s.lexical.max()), LEX_CAP) / LEX_CAP, float(s.kind.max() > 0),
             reading.small_talk[0], reading.small_talk[1], min(reading.words, 6) / 6, float(reading.only_data),
             float(reading.foreign), float(reading.request_form), float(reading.notice), float(reading.knowledge),
-            float(reading.about_chat), float(reading.impersonal)]
+            float(reading.about_chat), float(reading.impersonal), reading.request / PROBE_CLIP]
 
 
 def _logistic(bias: float, coefficients, features) -> float:
-    z = bias + sum(c * f for c, f in zip(coefficients, features))
+    z = bias + sum(c * f for c, f in zip(coefficients, features, strict=True))
     return 1 / (1 + math.exp(-max(min(z, 50.0), -50.0)))
 
 
@@ -387,6 +415,14 @@ def _leans(reading: Reading, text: str) -> bool:
             or reading.words <= 2)
 
 
+def _answers(reading: Reading, text: str, opening: str) -> bool:
+    """Gives the agent what it asked for ("el martes en la tarde", "Calle 134 # 9-51", "sí, dos veces, y sigue
+    igual") rather than asking something of its own: no question, notice, claim, word about the chat, nothing
+    added ("y…", "también…") and no redirect."""
+    return not ("?" in text or _QUESTION_WORD.match(opening) or reading.notice or reading.knowledge
+                or reading.about_chat or _GOES_ON.match(opening) or _ALSO.search(opening) or _REDIRECT.search(opening))
+
+
 def _only_data(reading: Reading, text: str) -> bool:
     return reading.only_data or bool(_EMAIL.match(text))
 
@@ -406,7 +442,7 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
     # "Sí, por favor" to the agent's "¿Quieres que abra un caso?": the agent's offer is the subject.
     opening = _LEADING_FILLER.sub("", fold(text).strip(" ¿?¡!"))
     opening_words = normalise(opening)
-    asked = previous_agent.rstrip().endswith("?")
+    asked = "?" in previous_agent  # "¿Quiere revisar el envío? Si tiene el número, compártamelo."
     agent_question = _question(previous_agent)
     offered = asked and bool(_OFFER.search(fold(agent_question)))
     redirects = bool(_REDIRECT.search(opening_words))
@@ -416,10 +452,13 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
         offered and not redirects and not _ALSO.search(opening_words)))
     if agrees:
         question, reply = read(index, [agent_question, previous_agent], cascade=cascade)
-        # The offer is the question when it names the action ("¿Te genero el enlace?"), else the whole
-        # reply ("Te puedo pasar al plan de 500 megas. ¿Lo hago?").
-        offer = question if question is not None and tool_probability(question) >= FOLLOW_UP_THRESHOLD else reply
-        if offer is not None and tool_probability(offer) >= FOLLOW_UP_THRESHOLD:
+        # The offer is the question when it names the action ("¿Te genero el enlace?": an offer in the words of a
+        # tool's kind of action, or a request by the gate), else the whole reply ("Te puedo pasar al plan de 500
+        # megas. ¿Lo hago?").
+        names_action = question is not None and (
+            (offered and question.signals.kind.max() > 0) or tool_probability(question) >= FOLLOW_UP_THRESHOLD)
+        offer = question if names_action else reply
+        if offer is not None and (names_action or tool_probability(offer) >= FOLLOW_UP_THRESHOLD):
             return GateResult(True, _ranked(index, [(1.0, offer)]), reason="agrees to the agent's offer", follow_up=True)
         # Nothing offered: a bare "sí" is small talk below; "si tengo algún saldo pendiente" ("whether I have…",
         # the same letters) answers "¿qué te gustaría revisar?" with a request of its own.
@@ -431,6 +470,19 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
         return GateResult(False, ranked, reason="acknowledges the agent's answer")
     if current.is_small_talk:
         return GateResult(False, ranked, reason="small talk")
+    # "El martes en la tarde" to "¿Qué día le queda mejor?" after "quiero que me manden un técnico": an answer
+    # to the agent's question carries the customer's request on, whatever its own words are about (an address).
+    if asked and not offered and previous_customer and _answers(current, text, opening_words):
+        readings = [current, *read(index, [previous_customer, previous_agent], cascade=False)]
+        complete(index, readings, [0])
+        current, request, reply = readings
+        if request is not None and tool_probability(request) >= FOLLOW_UP_THRESHOLD:
+            parts = [(ANSWER_SHARE, current), (1.0, request)] + ([(FOLLOW_UP_AGENT, reply)] if reply is not None else [])
+            return GateResult(True, _ranked(index, parts), reason="answers the agent's question", follow_up=True)
+    # "¿O sea que el 5 ya tengo los 20 completos?" after the agent's answer asks about that answer.
+    if (previous_agent and not asked and _CLARIFIES.match(fold(text).strip(" ¿?¡!")) and not current.request_form
+            and not _IMPERATIVE.search(current.plain)):
+        return GateResult(False, ranked, reason="asks about the agent's answer")
     probability = tool_probability(current)
     # The conversation: does this message lean on a previous request?
     if _leans(current, text) and (previous_customer or previous_agent):

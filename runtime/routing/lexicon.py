@@ -22,7 +22,7 @@ GROUPS = [
     "instalacion installation install",
     "reparacion reparar repair fix",
     "factura recibo bill invoice",
-    "saldo deuda balance",
+    "saldo deuda balance owe owed",
     "cobro charge",
     "pago pagar payment pay",
     "enlace link url",

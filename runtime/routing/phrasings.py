@@ -95,7 +95,7 @@ _CUES = {
             r"purchase|boletas?|entradas|tiquetes?|reservation|reserva|cita|mand(ar|en|e) a alguien|send someone|"
             r"come (over|on|to)|pueden venir|puede venir",
     "cancel": r"(?<!noise )cancel(?!acion de ruido)|anul|ya no (necesito|voy)|reprogram|cambiar la fecha|no voy a estar|reschedul|postpone|aplaz|"
-              r"(mover|pasar|correr) (la|el|mi) (visita|cita|reserva|instalacion)|(muevela|muevala|moverla|pasarla|correrla|muevelo|moverlo)\b|move (the|my) (visit|appointment|booking)|otro dia",
+              r"(mover|pasar|correr) (la|el|mi) (visita|cita|reserva|instalacion)|(muevela|muevala|moverla|pasarla|correrla|corrala|correla|muevelo|moverlo)\b|move (the|my) (visit|appointment|booking)|otro dia",
     "change": r"cambiar|cambio|actualiz|modific|subir|pasarme|upgrade|update|change",
     "handover": r"asesor|persona|humano|alguien de verdad|alguien (que )?me (ayude|atienda)|hablar con alguien|human|agent|"
                 r"someone real|talk to (someone|somebody)|someone (to )?help",

@@ -306,3 +306,55 @@ def test_cues_for_coverage_moving_a_visit_a_wrong_colour_and_noise_cancelling():
     assert route("Busco unos audífonos con cancelación de ruido").best == "buscar_producto"
     phone = route("¿Cuánto vale el Galaxy A55?", "El Galaxy A55 de 128 GB está en $1.599.000.", "y el de 256 gigas?")
     assert phone.needs_tool and phone.best == "buscar_producto"
+
+
+def test_the_request_probe_hears_a_request_in_either_language_whatever_the_catalog():
+    """R6: the request probe (a linear read of the message's USE vector, fitted on the dev files' stand-alone
+    messages) gives positive log-odds to requests and negative ones to thanks, opinions, how-to questions and
+    notices, in Spanish and English, with no catalog at all; both gates weigh it."""
+    from runtime.routing import encoder
+    from runtime.routing.gate import sounds_like_request
+
+    asks = ["necesito que me revisen por qué me llegó tan alto el recibo", "can you tell me where my package is",
+            "quiero pedir una cita para el viernes"]
+    nothing = ["mil gracias, muy amables", "la verdad el servicio de ustedes es carísimo",
+               "how do I turn on my laptop's bluetooth", "solo para avisar que ya hice la consignación"]
+    vectors = encoder.embed([normalise(text) for text in asks + nothing])
+    said = [sounds_like_request(v) for v in vectors]
+    assert all(value > 0 for value in said[:len(asks)]), list(zip(asks, said))
+    assert all(value < 0 for value in said[len(asks):]), list(zip(nothing, said[len(asks):]))
+
+
+def test_an_answer_to_the_agents_question_carries_the_request_on():
+    """R6: "el jueves, en la mañana" to "¿Qué día le queda bien?" after "que me manden un técnico" books the
+    visit; an address given to "¿Cuál es la nueva dirección?" after a move updates the contact data (alone, an
+    address sounds like coverage); "sí, ya lo hice y sigue igual" to "¿Ya reinició el módem?" after a fault
+    opens a case. A question of its own in that place is routed by its own words."""
+    visit = route("Necesito que venga un técnico a revisar el cableado", "Claro. ¿Qué día le queda bien?",
+                  "el jueves, en la mañana")
+    assert visit.needs_tool and visit.follow_up and visit.best == "agendar_visita_tecnica"
+    moved = route("Me cambié de casa, necesito actualizar la dirección para la correspondencia",
+                  "Con gusto. ¿Cuál es la nueva dirección?",
+                  "Carrera 45 # 26-80, apartamento 301, Medellín")
+    assert moved.needs_tool and moved.best == "actualizar_datos_contacto"
+    fault = route("Se me fue el internet desde anoche", "Qué pena. ¿Ya reinició el módem?",
+                  "sí, ya lo hice dos veces y la luz sigue roja")
+    assert fault.needs_tool and fault.best == "abrir_caso_soporte"
+    other = route("Necesito que venga un técnico", "Claro. ¿Qué día le queda bien?", "¿Dónde queda la tienda más cercana?")
+    assert other.needs_tool and other.best == "buscar_tienda" and not other.follow_up
+
+
+def test_a_question_about_the_agents_answer_a_notice_or_a_hold_ask_nothing():
+    """R6: "¿o sea que…?" about what the agent just said, "no need to do anything" after a notice, "déjeme
+    buscar la cédula", and general how-to or recommendation questions ask no tool; "entonces, ¿me pueden mandar el
+    enlace?" still asks."""
+    assert not route("¿Cuántos datos me quedan?", "Te quedan 4 GB; el ciclo se renueva el 10.",
+                     "¿O sea que el 10 vuelvo a tener todo el paquete?").needs_tool
+    assert route("¿Cuánto debo?", "Debes $ 82.000; vence el 15.", "Entonces, ¿me pueden mandar el enlace para pagar?").needs_tool
+    for text in ("Just so you know I already paid at the store today, no need to do anything",
+                 "¿Cada cuánto es recomendable reiniciar el router?", "una pregunta general, cómo funciona la fibra óptica"):
+        assert not route(text).needs_tool, text
+    assert not route("Quiero saber mi saldo", "Claro, ¿me indica el número de documento?",
+                     "ya se lo paso, déjeme buscar la cédula").needs_tool
+    switched = route("¿Qué plan tengo?", "Tienes Fibra 300 megas por $ 95.000 al mes.", "ok, switch me to the 900 one then")
+    assert switched.needs_tool and switched.best == "cambiar_plan"
