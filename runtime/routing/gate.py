@@ -88,6 +88,7 @@ CHEAP_BIAS = 0.6218
 CASCADE_LOW, CASCADE_HIGH, CASCADE_MARGIN = 0.15, 0.68, 0.2
 FOLLOW_UP_THRESHOLD = 0.5  # a follow-up inherits a request this likely
 ANSWER_SHARE = 0.5  # an answer's own words in its ranking, next to the request it answers for (1.0)
+ANSWER_AGENT = 1.0  # and the agent's reply that asked: the step the agent is taking
 
 SMALL_TALK = [
     "hola", "buenos días", "buenas tardes", "buenas noches", "gracias", "muchas gracias", "ok", "vale", "listo",
@@ -139,6 +140,8 @@ _ALSO = re.compile(r"\b(tambien|ademas|aparte|otra cosa|also|another thing|as we
 _GOES_ON = re.compile(r"^(y|and|pero|but|entonces|then|ahora|now|tambien|also|otra cosa|another thing)\b")
 _QUESTION_WORD = re.compile(r"\b(cuanto|cuanta|cuantos|cuantas|cuando|donde|como|cual|cuales|quien|que|por que|how|what|when|where|"
                             r"which|who|why|can|could|do|does|is|are)\b")
+_ASKS_DETAIL = re.compile(r"^(que|cual|cuales|cuando|donde|para (que|cuando)|en (que|cual)|a (que|cual)|de (que|cual)|como|"
+                          r"cuanto|cuantos|cuantas|what|which|when|where|how)\b")
 # A question about what the agent just answered ("¿o sea que el 5 ya tengo los 20 completos?", "so it's free?").
 _CLARIFIES = re.compile(r"^(o sea|osea|entonces|so|wait|then|or)\b")
 _LEADING_FILLER = re.compile(r"^((eh+|em+|mm+|hmm|uh|um+|ah|aja|aha|bueno|pues|este|o sea|well|so)\b[\s,.;:]*)+")
@@ -420,7 +423,8 @@ def _answers(reading: Reading, text: str, opening: str) -> bool:
     igual") rather than asking something of its own: no question, notice, claim, word about the chat, nothing
     added ("y…", "también…") and no redirect."""
     return not ("?" in text or _QUESTION_WORD.match(opening) or reading.notice or reading.knowledge
-                or reading.about_chat or _GOES_ON.match(opening) or _ALSO.search(opening) or _REDIRECT.search(opening))
+                or reading.about_chat or _GOES_ON.match(opening) or _ALSO.search(opening)
+                or (reading.request_form and tool_probability(reading) >= GATE_THRESHOLD))
 
 
 def _only_data(reading: Reading, text: str) -> bool:
@@ -444,7 +448,8 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
     opening_words = normalise(opening)
     asked = "?" in previous_agent  # "¿Quiere revisar el envío? Si tiene el número, compártamelo."
     agent_question = _question(previous_agent)
-    offered = asked and bool(_OFFER.search(fold(agent_question)))
+    # "¿Desea que le agende la visita?" offers; "¿Para qué fecha desea la visita?" asks for a detail.
+    offered = asked and bool(_OFFER.search(fold(agent_question))) and not _ASKS_DETAIL.match(fold(agent_question).lstrip(" ¿"))
     redirects = bool(_REDIRECT.search(opening_words))
     # A longer yes agrees too when the agent offered something and the rest only gives its details ("sí,
     # para el sábado en la mañana"), not another request ("sí, y también…").
@@ -477,7 +482,7 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
         complete(index, readings, [0])
         current, request, reply = readings
         if request is not None and tool_probability(request) >= FOLLOW_UP_THRESHOLD:
-            parts = [(ANSWER_SHARE, current), (1.0, request)] + ([(FOLLOW_UP_AGENT, reply)] if reply is not None else [])
+            parts = [(ANSWER_SHARE, current), (1.0, request)] + ([(ANSWER_AGENT, reply)] if reply is not None else [])
             return GateResult(True, _ranked(index, parts), reason="answers the agent's question", follow_up=True)
     # "¿O sea que el 5 ya tengo los 20 completos?" after the agent's answer asks about that answer.
     if (previous_agent and not asked and _CLARIFIES.match(fold(text).strip(" ¿?¡!")) and not current.request_form

@@ -329,7 +329,8 @@ def test_an_answer_to_the_agents_question_carries_the_request_on():
     """R6: "el jueves, en la mañana" to "¿Qué día le queda bien?" after "que me manden un técnico" books the
     visit; an address given to "¿Cuál es la nueva dirección?" after a move updates the contact data (alone, an
     address sounds like coverage); "sí, ya lo hice y sigue igual" to "¿Ya reinició el módem?" after a fault
-    opens a case. A question of its own in that place is routed by its own words."""
+    opens a case; "el sábado mejor" to "¿Para qué fecha desea la visita?" books it too. A question of its own in
+    that place is routed by its own words."""
     visit = route("Necesito que venga un técnico a revisar el cableado", "Claro. ¿Qué día le queda bien?",
                   "el jueves, en la mañana")
     assert visit.needs_tool and visit.follow_up and visit.best == "agendar_visita_tecnica"
@@ -340,6 +341,10 @@ def test_an_answer_to_the_agents_question_carries_the_request_on():
     fault = route("Se me fue el internet desde anoche", "Qué pena. ¿Ya reinició el módem?",
                   "sí, ya lo hice dos veces y la luz sigue roja")
     assert fault.needs_tool and fault.best == "abrir_caso_soporte"
+    # "¿Para qué fecha desea…?" asks for a detail, it offers nothing; "mejor" there is no redirect.
+    detail = route("Quiero que me instalen la fibra, ya me la aprobaron", "Perfecto. ¿Para qué fecha desea la visita?",
+                   "el sábado mejor, temprano")
+    assert detail.needs_tool and detail.follow_up and detail.best == "agendar_visita_tecnica"
     other = route("Necesito que venga un técnico", "Claro. ¿Qué día le queda bien?", "¿Dónde queda la tienda más cercana?")
     assert other.needs_tool and other.best == "buscar_tienda" and not other.follow_up
 
