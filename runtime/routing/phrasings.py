@@ -87,15 +87,16 @@ _CUES = {
     "locate": rf"donde (queda|quedan|esta|estan|hay)|{_PLACES}|cerca|near|nearest|closest",
     "status": r"como va|en que (va|estado)|estado|donde (esta|va)|ya (lo |la |los |las |me )?(llego|llegaron|despacharon|enviaron|mandaron|resolvieron|arreglaron|solucionaron)|(has|have|was|is) (it|this|that|the \w+) (been )?(fixed|resolved|solved|shipped|sent)|llega (la |el )?(fibra|internet|senal|servicio|television)|(hay|tienen) (cobertura|fibra|servicio|senal) (en|para)|cuando (llega|me llega)|"
               r"status|update on|where is|track|cuanto (debo|tengo que pagar)|cuantos|cuantas|me quedan|left|que (paso|ha pasado) con|"
-              r"novedad(es)?|any news|news on|what happened (to|with)|has .{0,80} (shipped|arrived)",
-    "report": r"abr(ir|a|e|an) (un|el|mi|otro) |no (me )?(funciona|sirve|prende|tengo|llega|carga)|se (me )?(cae|cayo|dano|va|fue)|dano|falla|problema|"
+              r"novedad(es)?|any news|news on|what happened (to|with)|has .{0,80} (shipped|arrived)|"
+              r"no me han (dicho|respondido|solucionado|llamado|contestado)|still no (answer|news|reply)",
+    "report": r"abr(ir|a|e|an) (un|el|mi|otro) |(te|le|lo) (abro|registro|radico)\b|no (me )?(funciona|sirve|prende|tengo|llega|carga)|se (me )?(cae|cayo|dano|va|fue)|dano|falla|problema|"
               r"queja|reclamo|reportar|not working|broken|keeps dropping|down|issue|problem|complaint|report|"
               r"open (a|an|the|my|another) (ticket|case|claim|complaint)|no (signal|service|dial tone)|doesn t work",
-    "book": r"agendar|programar|reservar|que dia pueden|venga|vengan|manden|book|schedule|reserve|appointment|buy|"
+    "book": r"agendar|programar|reservar|(te|le|lo|la) (agendo|programo|reservo)|que dia pueden|venga|vengan|manden|book|schedule|reserve|appointment|buy|"
             r"purchase|boletas?|entradas|tiquetes?|reservation|reserva|cita|mand(ar|en|e) a alguien|send someone|"
             r"come (over|on|to)|pueden venir|puede venir",
     "cancel": r"(?<!noise )cancel(?!acion de ruido)|anul|ya no (necesito|voy)|reprogram|cambiar la fecha|no voy a estar|reschedul|postpone|aplaz|"
-              r"(mover|pasar|correr) (la|el|mi) (visita|cita|reserva|instalacion)|(muevela|muevala|moverla|pasarla|correrla|corrala|correla|muevelo|moverlo)\b|move (the|my) (visit|appointment|booking)|otro dia",
+              r"(mover|pasar|correr) (la|el|mi) (visita|cita|reserva|instalacion)|(ese dia|el \w+) no (estoy|puedo|voy a estar)|(muevela|muevala|moverla|pasarla|correrla|corrala|correla|muevelo|moverlo)\b|move (the|my) (visit|appointment|booking)|otro dia",
     "change": r"cambiar|cambio|actualiz|modific|subir|pasarme|upgrade|update|change",
     "handover": r"asesor|persona|humano|alguien de verdad|alguien (que )?me (ayude|atienda)|hablar con alguien|human|agent|"
                 r"someone real|talk to (someone|somebody)|someone (to )?help",
@@ -128,8 +129,16 @@ _ABOUT_PAYING = re.compile(
 _EXCHANGE = re.compile(
     r"\b(cambiar(lo|la|melo|mela)? por (otro|otra|uno|una)|(me )?(llego|vino|llegaron|vinieron)\b.{0,80}\b(danad|rayad|rot[oa]s?\b|"
     r"equivocad|defectuos|mal[oa]?\b|incomplet|quebrad|partid)|(arrived|came) (damaged|broken|scratched|faulty)|"
-    r"wrong (item|size|colou?r|product|one)|exchange (it|this|the)|(llego|vino)\b.{0,40}\bde otro colou?r|(me )?quedo (peque[nñ]|grande|chic|apretad)|"
+    r"wrong (item|size|colou?r|product|one)|exchange (it|this|the)|(llego|vino)\b.{0,40}\b(de|en) otro colou?r|"
+    r"cambiar (el|la|un|una|unos|unas|los|las) .{0,60} que (compre|me (llego|mandaron|enviaron|vendieron))|"
+    r"(me )?(mandaron|enviaron|trajeron) (el|la|otro|otra) .{0,40}\b(equivocad|incorrect|que no (pedi|era))|(me )?quedo (peque[nñ]|grande|chic|apretad)|"
     r"(por|for) (la|una|otra|the|a) (talla|size))")
+
+
+# A case the customer opened before ("abrí un reclamo hace ocho días y nada") is asked about, not opened again
+# ("registre" is left out: "¿quieres que registre un caso?" offers one).
+_OPENED_BEFORE = re.compile(r"\b((ya )?abri (un|el|mi) (caso|ticket|reclamo|radicado|queja)|(ya )?puse (un|el|mi) "
+                            r"(caso|reclamo|queja)|i (already )?(opened|filed) (a|the|my) (ticket|case|claim|complaint))\b")
 
 
 def kinds_asked(folded: str) -> set[str]:
@@ -139,4 +148,6 @@ def kinds_asked(folded: str) -> set[str]:
         found = (found - {"pay"}) | {"status"}
     if _EXCHANGE.search(folded):
         found = (found - {"change"}) | {"return"}
+    if _OPENED_BEFORE.search(folded):
+        found = (found - {"report"}) | {"status"}
     return found

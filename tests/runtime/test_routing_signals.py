@@ -245,7 +245,7 @@ def test_taking_note_of_the_agents_answer_asks_nothing_unless_it_goes_on():
                           ("Where is my order 5512?", "It is on its way and arrives tomorrow.", "great, thanks")):
         result = route(*conversation_)
         assert not result.needs_tool and result.reason == "acknowledges the agent's answer", conversation_[-1]
-    for text, tool in (("listo, entonces mándame el enlace", "generar_enlace_pago"),
+    for text, tool in (("listo, entonces mándame el enlace de pago", "generar_enlace_pago"),
                        ("ok y cuándo vence la del mes pasado", "consultar_factura"),
                        ("perfecto, quiero pagar ya", "generar_enlace_pago")):
         result = route(*balance, text)
@@ -316,7 +316,7 @@ def test_the_request_probe_hears_a_request_in_either_language_whatever_the_catal
     from runtime.routing.gate import sounds_like_request
 
     asks = ["necesito que me revisen por qué me llegó tan alto el recibo", "can you tell me where my package is",
-            "quiero pedir una cita para el viernes"]
+            "quiero que me agenden una visita para el viernes"]
     nothing = ["mil gracias, muy amables", "la verdad el servicio de ustedes es carísimo",
                "how do I turn on my laptop's bluetooth", "solo para avisar que ya hice la consignación"]
     vectors = encoder.embed([normalise(text) for text in asks + nothing])
@@ -363,3 +363,21 @@ def test_a_question_about_the_agents_answer_a_notice_or_a_hold_ask_nothing():
                      "ya se lo paso, déjeme buscar la cédula").needs_tool
     switched = route("¿Qué plan tengo?", "Tienes Fibra 300 megas por $ 95.000 al mes.", "ok, switch me to the 900 one then")
     assert switched.needs_tool and switched.best == "cambiar_plan"
+
+
+def test_thanks_after_a_done_action_how_to_and_chat_questions_ask_nothing_past_cases_and_exchanges_route():
+    """R6: "de una, muchas gracias" after the agent did what was asked closes it (it does not lean on the request);
+    "¿cómo cambio la clave del wifi?" is a how-to, "¿este chat atiende los domingos?" and "¿usted es una
+    grabación?" are about the chat. "Abrí un reclamo hace ocho días y no me han respondido" asks how the case
+    goes, not for a new one; changing something bought because another came is a return; "el martes no puedo"
+    after a booked visit moves it."""
+    assert not route("Cámbiame el correo a luisa.m@gmail.com", "Listo, quedó actualizado tu correo.",
+                     "de una, muchas gracias").needs_tool
+    for text in ("¿Cómo cambio la clave del wifi?", "¿Este chat atiende los domingos?", "oiga usted es una grabación"):
+        assert not route(text).needs_tool, text
+    assert route("Abrí un reclamo hace ocho días y no me han respondido nada").best == "consultar_caso"
+    assert route("quiero cambiar unos audífonos que compré porque me mandaron el modelo equivocado").best == (
+        "solicitar_devolucion")
+    moved = route("Necesito que me instalen el internet", "Quedó agendada la visita para el martes en la mañana.",
+                  "uy, el martes no puedo, mejor el jueves")
+    assert moved.needs_tool and moved.best == "cancelar_visita_tecnica"
