@@ -25,13 +25,17 @@ how rich that catalog's descriptions are; two catalogs make it learn what a requ
 """
 
 import json
+import os
 import sys
 from pathlib import Path
 
+import django
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "asixto.settings")  # the language detector reads the settings
+django.setup()
 
 from runtime.routing.candidates import catalog_index  # noqa: E402
 from runtime.routing.evaluation import load_catalog, load_dataset  # noqa: E402

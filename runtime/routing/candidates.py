@@ -29,6 +29,7 @@ import numpy as np
 
 from runtime.routing import encoder
 from runtime.routing.lexicon import expand
+from runtime.routing.language import text_language
 from runtime.routing.phrasings import kind_of, kinds_asked, requests_for
 from runtime.routing.words import name_words, stems
 
@@ -112,6 +113,7 @@ class CatalogIndex:
     asks_owner: np.ndarray  # (requests,): the tool each request belongs to
     weights: list[dict[str, float]]  # per tool: stem → weight
     kinds: list[str | None]  # per tool: the kind of its verb (phrasings.KINDS)
+    language: str | None = None  # what the tools are written in, when clear ("es")
 
     def __len__(self):
         return len(self.cards)
@@ -198,7 +200,8 @@ def assemble(cards: list[ToolCard], vectors: list[ToolVectors]) -> CatalogIndex:
         about_e5=np.stack([v.about_e5 for v in vectors]) if vectors else np.zeros((0, 3, 384), np.float32),
         inputs_e5=np.stack([v.inputs_e5 for v in vectors]) if vectors else np.zeros((0, 384), np.float32),
         asks_e5=stacked("asks_e5", 384), asks_owner=np.array(owner, dtype=np.int64), weights=weights,
-        kinds=[kind_of(card.action) for card in cards])
+        kinds=[kind_of(card.action) for card in cards],
+        language=text_language(" ".join(f"{card.title or ''} {card.purpose or ''}" for card in cards)))
 
 
 def build_index(cards: list[ToolCard]) -> CatalogIndex:

@@ -43,6 +43,12 @@ def _guess(text: str) -> tuple[str | None, float]:
     return language, float(probability)
 
 
+def text_language(text: str) -> str | None:
+    """The language of `text` when the detector is confident of it, else None."""
+    language, probability = _guess(text)
+    return language if language and probability >= CONFIDENT else None
+
+
 def customer_language(*, message: str, earlier: list[str], default: str) -> str:
     """The language to reply in: the message's, if clear; else the recent customer messages'; else `default`."""
     language, probability = _guess(message)

@@ -381,3 +381,19 @@ def test_thanks_after_a_done_action_how_to_and_chat_questions_ask_nothing_past_c
     moved = route("Necesito que me instalen el internet", "Quedó agendada la visita para el martes en la mañana.",
                   "uy, el martes no puedo, mejor el jueves")
     assert moved.needs_tool and moved.best == "cancelar_visita_tecnica"
+
+
+def test_a_message_in_another_language_than_the_catalogs_is_read_knowing_it():
+    """R6: the index knows what its tools are written in (Spanish here, English for the BFCL tools); an English
+    status question to the Spanish desk ("where is my order?"), whose cosines across languages run lower, still
+    needs its tool, and a Spanish one is not marked as foreign."""
+    from runtime.routing.gate import read
+
+    index = catalog_index(CARDS)
+    bfcl = json.loads((CATALOG.parent / "bfcl_sgd_catalog.json").read_text())
+    assert index.language == "es" and catalog_index([ToolCard.from_definition(d) for d in bfcl[:6]]).language == "en"
+    english, spanish = read(index, ["where is my order", "dónde está mi pedido"], cascade=False)
+    assert english.other_language and not spanish.other_language
+    for text in ("where is my order", "Where's my package?", "how much do I owe you this month"):
+        result = route(text)
+        assert result.needs_tool and result.best in {"consultar_pedido", "consultar_factura"}, text
