@@ -12,13 +12,18 @@ machine is shared, wall clock is noisy; compare ratios within one run.
 """
 
 import argparse
+import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
+import django
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "asixto.settings")  # the language detector reads the settings; no database
+django.setup()
 
 from runtime.routing import encoder  # noqa: E402
 from runtime.routing.candidates import catalog_index  # noqa: E402
