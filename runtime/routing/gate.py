@@ -10,11 +10,13 @@ catalog index built once per catalog version (`candidates.py`). A tool's score a
   away (`words.py`), so chat text and voice transcripts look alike;
 - whether the message sounds like the kind of action of the tool's verb.
 Whether a tool is needed at all is a calibrated gate: a logistic regression over a few facts of
-the message (its best tool's score and margin, the encoders' best cosines, word overlap, how
-close it is to small talk, its length, whether it asks for a kind of action no tool does, whether it is
-phrased as a request, whether it is a notice or thanks, a question of general knowledge or opinion, a
-question about the conversation itself, whether it names neither the customer nor the desk), fitted on the development files of the datasets only
-by `datasets/fit_gate.py` and kept here as constants.
+the message (its best tool's score and margin, the encoders' best cosines, word overlap, how close it
+is to small talk, its length, whether it asks for a kind of action no tool does, whether it is phrased
+as a request, whether it is a notice or thanks, a question of general knowledge or opinion, a question
+about the conversation itself, whether it names neither the customer nor the desk, whether it is
+clearly in another language than the catalog's, and what a request probe hears in it: a linear read of
+its USE vector, whatever the catalog), fitted on the development files of the datasets only by
+`datasets/fit_gate.py` and kept here as constants (the probe in `request_probe.json`).
 
 A cascade keeps ordinary messages cheap (P4): the cheap signals (USE, stems, verb kinds) are read
 first, and a cheap gate (the same regression without e5's features) decides alone when it is sure —
@@ -25,12 +27,13 @@ The conversation counts: a message that only makes sense with the previous ones 
 "el 12345", "sí, por favor" after the agent offered to do something) is ranked together with
 the previous request (and a little of the agent's reply), and needs a tool if either does; one that
 clearly names a tool of its own ("¿y me mandas el link?" after the bill) keeps only a small share of
-them. An answer
-to the agent's offer ("¿Te envío el enlace?") takes the offered action when it agrees ("dale",
-"mándamelo"); when it declines ("no, gracias, lo pago en el banco") it asks nothing, unless it
-redirects ("no, mejor…"), which is routed by its own words. Taking note of an answer of the agent ("ah
-bueno, alcanza", "listo, mañana pago en el banco") asks nothing either, unless it goes on with a
-question, a request or an order.
+them. An answer to the agent's offer ("¿Te envío el enlace?") takes the offered action when it agrees
+("dale", "mándamelo"); when it declines ("no, gracias, lo pago en el banco") it asks nothing, unless it
+redirects ("no, mejor…"), which is routed by its own words. An answer to the agent's question for a
+detail ("el martes en la tarde" to "¿Qué día le queda bien?") carries the customer's request on,
+ranked with it and with the agent's reply. Taking note of an answer of the agent ("ah bueno, alcanza",
+"listo, mañana pago en el banco") asks nothing, unless it goes on with a question, a request or an
+order; nor does a question about that answer ("¿o sea que el 5 ya tengo todo otra vez?").
 
 The candidates are the best score and two more chosen by reciprocal rank fusion of the score's ranking
 with the rankings of single signals (words, USE requests, e5 views): the router and the composed step
@@ -71,7 +74,8 @@ FUSION_K = 1.0
 SMALL_TALK_SIMILARITY = 0.78  # this close to a small-talk phrase, with no tool word in it: none
 # What the message sounds like, whatever the catalog: a linear probe over its USE vector gives the log-odds that
 # it asks a desk to do or look up something (not thanks, an opinion, a how-to question, a notice), fitted on the
-# development files' messages by datasets/fit_gate.py and kept in request_probe.json; one more fact for both gates.
+# development files' stand-alone messages by datasets/fit_gate.py and kept in request_probe.json; one more fact for
+# both gates.
 REQUEST_PROBE = Path(__file__).with_name("request_probe.json")
 PROBE_CLIP = 8.0
 # The gate: P(needs a tool) = logistic(GATE_BIAS + Σ coefficient × feature), features in the order
@@ -112,9 +116,9 @@ _EMAIL = re.compile(r"^\s*[\w.+\-]+@[\w\-]+(\.[\w\-]+)+\s*$")  # normalised text
 # Phrased as a request ("could you…", "I'd like…", "¿me ayudas…?", "quiero…"): what it asks may still be
 # nothing a tool does, so this is one more fact for the gate, not a decision.
 _REQUEST_FORM = re.compile(
-    r"\b(i d like|i would like|i want|i need|(?<!no )need to|can you|could you|would you|please|i m looking|help me|quiero|"
-    r"quisiera|necesito|me gustaria|puedes|podrias|me (puede|pueden|podria|podrian)|me ayudas|ayudame|por favor|me (das|da|dan|pasas|envias|mandas)|"
-    r"dame|hazme|haz)\b"
+    r"\b(i d like|i would like|i want|i need|(?<!no )need to|can you|could you|would you|please|i m looking|help me|"
+    r"quiero|quisiera|necesito|me gustaria|puedes|podrias|me (puede|pueden|podria|podrian)|me ayudas|ayudame|por favor|"
+    r"me (das|da|dan|pasas|envias|mandas)|dame|hazme|haz)\b"
 )
 # The customer's answer to an offer of the agent ("¿Quieres que te abra un caso?"): yes — the offer is the
 # subject ("dale", "sí, regístralo", "mándamelo"); no — nothing is asked ("no, gracias, lo pago en el banco"),
@@ -131,8 +135,9 @@ _OFFER = re.compile(r"\b(quieres|quiere|quisieras|deseas|desea|te parece|le pare
                     r"would you like|do you want|shall i|should i|want me to|anything else)\b")
 # The customer taking note of what the agent answered ("ah bueno, alcanza", "listo, mañana pago en el banco",
 # "great, thanks"): nothing is asked, unless it goes on with a question or an order ("listo, mándame el enlace").
-_ACKNOWLEDGES = re.compile(r"^(ah+|aja|ok|okay|vale|listo|perfecto|bueno|entiendo|entendido|ya veo|gracias|mil gracias|de una|genial|super|"
-                           r"excelente|got it|great|thanks|thank you|i see|alright|cool|sounds good)\b")
+_ACKNOWLEDGES = re.compile(r"^(ah+|aja|ok|okay|vale|listo|perfecto|bueno|entiendo|entendido|ya veo|gracias|mil gracias|"
+                           r"de una|genial|super|excelente|got it|great|thanks|thank you|i see|alright|cool|"
+                           r"sounds good)\b")
 _IMPERATIVE = re.compile(
     r"\b(cambia|cambiame|agenda|agendame|abre|abreme|cancela|cancelame|genera|generame|busca|buscame|manda|mandame|envia|"
     r"enviame|pasa|pasame|muestra|muestrame|consulta|consultame|revisa|revisame|dime|regalame|confirmame|transfiere|"
@@ -141,8 +146,8 @@ _ALSO = re.compile(r"\b(tambien|ademas|aparte|otra cosa|also|another thing|as we
 _GOES_ON = re.compile(r"^(y|and|pero|but|entonces|then|ahora|now|tambien|also|otra cosa|another thing)\b")
 _QUESTION_WORD = re.compile(r"\b(cuanto|cuanta|cuantos|cuantas|cuando|donde|como|cual|cuales|quien|que|por que|how|what|when|where|"
                             r"which|who|why|can|could|do|does|is|are)\b")
-_ASKS_DETAIL = re.compile(r"^(que|cual|cuales|cuando|donde|para (que|cuando)|en (que|cual)|a (que|cual)|de (que|cual)|como|"
-                          r"cuanto|cuantos|cuantas|what|which|when|where|how)\b")
+_ASKS_DETAIL = re.compile(r"^(que|cual|cuales|cuando|donde|para (que|cuando)|en (que|cual)|a (que|cual)|de (que|cual)|"
+                          r"como|cuanto|cuantos|cuantas|what|which|when|where|how)\b")
 # A question about what the agent just answered ("¿o sea que el 5 ya tengo los 20 completos?", "so it's free?").
 _CLARIFIES = re.compile(r"^(o sea|osea|entonces|so|wait|then|or)\b")
 _LEADING_FILLER = re.compile(r"^((eh+|em+|mm+|hmm|uh|um+|ah|aja|aha|bueno|pues|este|o sea|well|so)\b[\s,.;:]*)+")
@@ -154,24 +159,28 @@ _NOTICE = re.compile(
     r"(les?|solo les?|nada mas les?) (aviso|cuento|informo|comento)|(para|solo) (avisar|contar|informar)|les informo|"
     r"just (letting you know|so you know|to let you know)|fyi|i already (paid|did|returned|got)|"
     r"gracias|thanks|thank you|excelente|muy amable|todo (perfecto|bien|listo)|funcionando|buenisim|super nice|great job|"
-    r"esp[eé]r(e|a)me|un moment(o|ico|ito)|un segundo|ya vuelvo|estoy buscando|d[eé]j(e|a)me (buscar|ver|revisar|mirar)|"
-    r"ya (se )?(lo|la|se lo|se la) (paso|envio|mando|doy)|hold on|one (sec|second|moment)|let me (find|look for|get|check))\b")
+    r"esp[eé]r(e|a)me|un moment(o|ico|ito)|un segundo|ya vuelvo|estoy buscando|"
+    r"d[eé]j(e|a)me (buscar|ver|revisar|mirar)|ya (se )?(lo|la|se lo|se la) (paso|envio|mando|doy)|hold on|"
+    r"one (sec|second|moment)|let me (find|look for|get|check))\b")
 _KNOWLEDGE = re.compile(
     r"(^|\b)(como se |como (conecto|configuro|reinicio|activo|instalo|enciendo|prendo|apago|cambio el nombre)\b|"
     r"como (cambio|pongo|quito|veo|oculto|comparto) (la|el|mi) (contrasena|clave|nombre|red|wifi|pin)\b|"
     r"(cuantas|cuantos) (megas|gigas|mb|gb) (necesito|se necesitan|gasta|consume)|"
     r"how (much|many) (mb|gb|data|speed|bandwidth) (do i need|does|is needed)|"
     r"que (significa|quiere decir|es mejor)|para que sirve|diferencia (hay )?entre|cual es (mejor|la diferencia)|"
-    r"es normal|es cierto|en general|pregunta general|vale la pena|conviene|me parece|la verdad|carisim|que pereza|\bmas \w+ que\b|"
-    r"que es eso de|como funciona|(es|sera) recomendable|(usted|tu) que (opina|piensa)|que opinas?\b|cual de (los|las) (dos|tres)\b|"
+    r"es normal|es cierto|en general|pregunta general|vale la pena|conviene|me parece|la verdad|carisim|que pereza|"
+    r"\bmas \w+ que\b|que es eso de|como funciona|(es|sera) recomendable|(usted|tu) que (opina|piensa)|que opinas?\b|"
+    r"cual de (los|las) (dos|tres)\b|"
     r"por que (el|la|los|las|se)\b|how does .{0,40} work|what does .{0,40} mean|which of the (two|three)|"
     r"how (do|can) i (turn|set|connect|reset|configure|enable)|what s the difference|which (is|one is) better|"
     r"(better|faster|slower|worse|cheaper) than|is it worth|is it normal|i think|(more|less) \w+ than)")
 _ABOUT_CHAT = re.compile(
-    r"\b(repite(s|me|lo|la)?|repitame|(cual|que|como) era\b|what was (the|that|it)\b|repetir(me|lo|la)?|repeat|vuelve(s)? a decir|lo ultimo que|que (dijiste|me dijiste)|me diste|you (said|sent)|"
+    r"\b(repite(s|me|lo|la)?|repitame|(cual|que|como) era\b|what was (the|that|it)\b|repetir(me|lo|la)?|repeat|"
+    r"vuelve(s)? a decir|lo ultimo que|que (dijiste|me dijiste)|me diste|you (said|sent)|"
     r"say (that|it) again|eres (un|una) (robot|bot|persona|maquina)|con quien (estoy hablando|hablo)|"
     r"(usted|tu) es (un|una) (robot|bot|persona|maquina|grabacion)|(es|eres) (una )?grabacion|"
-    r"(este|el) chat (funciona|atiende|esta)|this chat|are you a (bot|robot|human|person|recording)|am i talking to|(que|cuales|en que) idiomas|what languages|do you speak)")
+    r"(este|el) chat (funciona|atiende|esta)|this chat|are you a (bot|robot|human|person|recording)|am i talking to|"
+    r"(que|cuales|en que) idiomas|what languages|do you speak)")
 # A question that names neither the customer nor the desk ("¿cuál es la capital de…?") rather than "¿cuál es mi saldo?".
 _PERSONAL = re.compile(
     r"\b(mi|mis|me|mio|mia|conmigo|yo|tengo|tenia|quiero|quisiera|necesito|busco|debo|pague|compre|nos|nuestro|nuestra|"
@@ -350,7 +359,8 @@ def gate_features(reading: Reading) -> list[float]:
             float(s.asks.max()), min(float(s.lexical.max()), LEX_CAP) / LEX_CAP, float(s.kind.max() > 0),
             reading.small_talk[0], reading.small_talk[1], min(reading.words, 6) / 6, float(reading.only_data),
             float(reading.foreign), float(reading.request_form), float(reading.notice), float(reading.knowledge),
-            float(reading.about_chat), float(reading.impersonal), float(reading.other_language), reading.request / PROBE_CLIP]
+            float(reading.about_chat), float(reading.impersonal), float(reading.other_language),
+            reading.request / PROBE_CLIP]
 
 
 def _logistic(bias: float, coefficients, features) -> float:
@@ -433,10 +443,19 @@ def _leans(reading: Reading, text: str) -> bool:
 def _answers(reading: Reading, text: str, opening: str) -> bool:
     """Gives the agent what it asked for ("el martes en la tarde", "Calle 134 # 9-51", "sí, dos veces, y sigue
     igual") rather than asking something of its own: no question, notice, claim, word about the chat, nothing
-    added ("y…", "también…") and no redirect."""
+    added ("y…", "también…") and no request the gate is sure of on its own ("mejor" is no redirect here: "el
+    martes mejor")."""
     return not ("?" in text or _QUESTION_WORD.match(opening) or reading.notice or reading.knowledge
                 or reading.about_chat or _GOES_ON.match(opening) or _ALSO.search(opening)
                 or (reading.request_form and tool_probability(reading) >= GATE_THRESHOLD))
+
+
+def _in_context(index: CatalogIndex, current: Reading, customer: str, agent: str) -> list[Reading | None]:
+    """The message with the customer's previous one and the agent's reply, all three read with e5: a message
+    that leans on others or answers the agent is unsure by nature."""
+    readings = [current, *read(index, [customer, agent], cascade=False)]
+    complete(index, readings, [0])
+    return readings
 
 
 def _only_data(reading: Reading, text: str) -> bool:
@@ -461,7 +480,8 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
     asked = "?" in previous_agent  # "¿Quiere revisar el envío? Si tiene el número, compártamelo."
     agent_question = _question(previous_agent)
     # "¿Desea que le agende la visita?" offers; "¿Para qué fecha desea la visita?" asks for a detail.
-    offered = asked and bool(_OFFER.search(fold(agent_question))) and not _ASKS_DETAIL.match(fold(agent_question).lstrip(" ¿"))
+    offered = (asked and bool(_OFFER.search(fold(agent_question)))
+               and not _ASKS_DETAIL.match(fold(agent_question).lstrip(" ¿")))
     redirects = bool(_REDIRECT.search(opening_words))
     # A longer yes agrees too when the agent offered something and the rest only gives its details ("sí,
     # para el sábado en la mañana"), not another request ("sí, y también…").
@@ -490,9 +510,7 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
     # "El martes en la tarde" to "¿Qué día le queda mejor?" after "quiero que me manden un técnico": an answer
     # to the agent's question carries the customer's request on, whatever its own words are about (an address).
     if asked and not offered and previous_customer and _answers(current, text, opening_words):
-        readings = [current, *read(index, [previous_customer, previous_agent], cascade=False)]
-        complete(index, readings, [0])
-        current, request, reply = readings
+        current, request, reply = _in_context(index, current, previous_customer, previous_agent)
         if request is not None and tool_probability(request) >= FOLLOW_UP_THRESHOLD:
             parts = [(ANSWER_SHARE, current), (1.0, request)] + ([(ANSWER_AGENT, reply)] if reply is not None else [])
             return GateResult(True, _ranked(index, parts), reason="answers the agent's question", follow_up=True)
@@ -503,10 +521,7 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
     probability = tool_probability(current)
     # The conversation: does this message lean on a previous request?
     if _leans(current, text) and (previous_customer or previous_agent):
-        # A message that leans on others is unsure by nature: all three are read with e5 too.
-        readings = [current, *read(index, [previous_customer, previous_agent], cascade=False)]
-        complete(index, readings, [0])
-        current, request, reply = readings
+        current, request, reply = _in_context(index, current, previous_customer, previous_agent)
         probability, ranked = tool_probability(current), _ranked(index, [(1.0, current)])
         combined = [(1.0, current)]
         context = FOLLOW_UP_CLEAR_SHARE if _margin(current.scores) >= FOLLOW_UP_OWN_MARGIN else 1.0
