@@ -475,13 +475,14 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
     (current,) = read(index, [text], cascade=cascade)
     ranked = _ranked(index, [(1.0, current)])
     # "Sí, por favor" to the agent's "¿Quieres que abra un caso?": the agent's offer is the subject.
-    opening = _LEADING_FILLER.sub("", fold(text).strip(" ¿?¡!"))
+    stripped = fold(text).strip(" ¿?¡!")
+    opening = _LEADING_FILLER.sub("", stripped)
     opening_words = normalise(opening)
     asked = "?" in previous_agent  # "¿Quiere revisar el envío? Si tiene el número, compártamelo."
     agent_question = _question(previous_agent)
+    folded_question = fold(agent_question)
     # "¿Desea que le agende la visita?" offers; "¿Para qué fecha desea la visita?" asks for a detail.
-    offered = (asked and bool(_OFFER.search(fold(agent_question)))
-               and not _ASKS_DETAIL.match(fold(agent_question).lstrip(" ¿")))
+    offered = (asked and bool(_OFFER.search(folded_question)) and not _ASKS_DETAIL.match(folded_question.lstrip(" ¿")))
     redirects = bool(_REDIRECT.search(opening_words))
     # A longer yes agrees too when the agent offered something and the rest only gives its details ("sí,
     # para el sábado en la mañana"), not another request ("sí, y también…").
@@ -509,19 +510,21 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
         return GateResult(False, ranked, reason="small talk")
     # "El martes en la tarde" to "¿Qué día le queda mejor?" after "quiero que me manden un técnico": an answer
     # to the agent's question carries the customer's request on, whatever its own words are about (an address).
+    context = None  # the message with the previous two, all read with e5 (`_in_context`): read once
     if asked and not offered and previous_customer and _answers(current, text, opening_words):
-        current, request, reply = _in_context(index, current, previous_customer, previous_agent)
+        context = _in_context(index, current, previous_customer, previous_agent)
+        current, request, reply = context
         if request is not None and tool_probability(request) >= FOLLOW_UP_THRESHOLD:
             parts = [(ANSWER_SHARE, current), (1.0, request)] + ([(ANSWER_AGENT, reply)] if reply is not None else [])
             return GateResult(True, _ranked(index, parts), reason="answers the agent's question", follow_up=True)
     # "¿O sea que el 5 ya tengo los 20 completos?" after the agent's answer asks about that answer.
-    if (previous_agent and not asked and _CLARIFIES.match(fold(text).strip(" ¿?¡!")) and not current.request_form
+    if (previous_agent and not asked and _CLARIFIES.match(stripped) and not current.request_form
             and not _IMPERATIVE.search(current.plain)):
         return GateResult(False, ranked, reason="asks about the agent's answer")
     probability = tool_probability(current)
     # The conversation: does this message lean on a previous request?
     if _leans(current, text) and (previous_customer or previous_agent):
-        current, request, reply = _in_context(index, current, previous_customer, previous_agent)
+        current, request, reply = context or _in_context(index, current, previous_customer, previous_agent)
         probability, ranked = tool_probability(current), _ranked(index, [(1.0, current)])
         combined = [(1.0, current)]
         context = FOLLOW_UP_CLEAR_SHARE if _margin(current.scores) >= FOLLOW_UP_OWN_MARGIN else 1.0

@@ -51,11 +51,4 @@ def text_language(text: str) -> str | None:
 
 def customer_language(*, message: str, earlier: list[str], default: str) -> str:
     """The language to reply in: the message's, if clear; else the recent customer messages'; else `default`."""
-    language, probability = _guess(message)
-    if language and probability >= CONFIDENT:
-        return language
-    together = " ".join([*earlier[-3:], message])
-    language, probability = _guess(together)
-    if language and probability >= CONFIDENT:
-        return language
-    return default
+    return text_language(message) or text_language(" ".join([*earlier[-3:], message])) or default
