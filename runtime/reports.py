@@ -11,8 +11,9 @@ from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, Q, Subqu
 from django.db.models.functions import TruncDay, TruncHour, TruncWeek
 from django.utils import timezone
 
-from runtime.models import Conversation, Message, TruncationLog, Turn, TurnEvent, WebhookDelivery
+from runtime.models import Conversation, Message, TruncationLog, Turn, TurnEvent, TurnStep, WebhookDelivery
 from tools.models import ToolCall
+from tools.routing_examples import turn_corrections
 
 TOP_SERIES = 6
 
@@ -57,6 +58,8 @@ class TurnView:
     turn: Turn
     tool_calls: list
     deliveries: list
+    routed_to: str | None = None  # the tool pre-routing showed alone (R6), None when the turn ran unrouted
+    correction: object = None  # support's correction of its routing (tools.RoutingExample)
 
 
 def conversation_turns(*, conversation: Conversation) -> list[TurnView]:
@@ -74,7 +77,14 @@ def conversation_turns(*, conversation: Conversation) -> list[TurnView]:
         calls[call.turn_id].append(call)
     for attempt in WebhookDelivery.objects.filter(turn_id__in=ids, message__isnull=True).order_by("created_at", "id"):
         deliveries[attempt.turn_id].append(attempt)
-    return [TurnView(turn, calls[turn.pk], deliveries[turn.pk]) for turn in turns]
+    routed = {}
+    for turn_id, response in TurnStep.objects.filter(turn_id__in=ids, index=1, kind=TurnStep.Kind.MODEL).values_list(
+            "turn_id", "response"):
+        route = (response or {}).get("route") if isinstance(response, dict) else None
+        routed[turn_id] = route.get("tool") if isinstance(route, dict) else None
+    corrections = turn_corrections(ids)
+    return [TurnView(turn, calls[turn.pk], deliveries[turn.pk], routed.get(turn.pk), corrections.get(turn.pk))
+            for turn in turns]
 
 
 def conversation_scheduled(*, conversation: Conversation) -> list:

@@ -48,7 +48,7 @@ from runtime.builtins import TurnBuiltins, fact_source, is_builtin
 from runtime.model_client import Answer, Endpoint, ModelError, NativeCall, complete
 from runtime.models import TruncationLog, Turn, TurnEvent, TurnStep
 from runtime.reply import Fact, loop_messages, reply_messages
-from runtime.routing.candidates import ToolCard
+from runtime.routing.candidates import Example, ToolCard
 from runtime.routing.compose import routed_messages
 from runtime.routing.delivery import delivered, pretence, reask
 from runtime.routing.language import customer_language
@@ -58,6 +58,7 @@ from runtime.textcalls import clean_reply, parse_text_calls
 from runtime.turn_writes import LeaseLost, reply_write, step_write, turn_claim
 from tenants.selectors import current_tenant
 from tools.gateway import CallContext, call_tool, flush_records
+from tools.routing_examples import routing_examples
 
 log = logging.getLogger(__name__)
 
@@ -290,9 +291,11 @@ def _route_step(run: _Run, tenant, history, question) -> Route | None:
              for name, tool in run.tools.items() if not is_builtin(name)]
     conversation = [{"role": "user" if line.role == "customer" else "assistant", "content": line.text}
                     for line in history[-8:]] + [{"role": "user", "content": question}]
+    taught = [Example(tool, text) for tool, text in routing_examples()]  # what the tenant taught, read per turn
     _release_db()
     try:
-        route, record = route_message(cards=cards, conversation=conversation, endpoint=router_endpoint(tenant))
+        route, record = route_message(cards=cards, conversation=conversation, endpoint=router_endpoint(tenant),
+                                      examples=taught)
     except Exception:  # routing is an optimisation: when it breaks, the turn runs as it would without it
         log.exception("turn %s: routing failed; the turn proceeds unrouted", run.turn.pk)
         return None

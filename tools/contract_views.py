@@ -1,9 +1,14 @@
 """The dashboard's contract page of one server (A2, issue 8): its contract mode, the warnings
 most of its tools share (once), and a compact table editor of the admin's overlays, one form
-for many tools (verb, capabilities, model-facing description beside the server's, level), with
-"accept all suggestions". Writes go through tools.overlays."""
+for many tools (verb, capabilities, model-facing description beside the server's, level, and the
+sample requests routing learns from, issue 18), with "accept all suggestions". Writes go through
+tools.overlays and tools.routing_examples, in one transaction."""
+
+from collections import defaultdict
+
 
 from django.contrib import messages
+from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path
 from django.utils.translation import gettext as _
@@ -11,8 +16,8 @@ from django.views.decorators.http import require_POST
 
 from asixto.errors import ApplicationError
 from tenants.access import admin_page, tenant_page
-from tools import overlays, selectors
-from tools.models import McpServer, Tool
+from tools import overlays, routing_examples, selectors
+from tools.models import McpServer, RoutingExample, Tool
 from tools.rules.meta import CAPABILITIES_KEY, VERB_KEY
 from tools.rules.overlay import SUGGESTED_KEY
 
@@ -22,6 +27,13 @@ MAX_ROWS = 500  # the most tools one server may list is bounded by ASIXTO_MAX_TO
 def _rows(server):
     tools = list(selectors.tools(server_slug=server.slug)[:MAX_ROWS])
     shared = selectors.with_shared_findings(tools).get(server.pk, [])
+    examples, corrections = defaultdict(list), defaultdict(int)
+    for name, text, source in RoutingExample.objects.filter(tool_name__in=[t.prefixed_name for t in tools]).order_by(
+            "created_at").values_list("tool_name", "text", "source"):
+        if source == RoutingExample.Source.ADMIN:
+            examples[name].append(text)
+        else:
+            corrections[name] += 1
     rows = []
     for tool in tools:
         meta = tool.definition.get("_meta") if isinstance(tool.definition.get("_meta"), dict) else {}
@@ -31,6 +43,7 @@ def _rows(server):
             "suggested": meta.get(SUGGESTED_KEY) or [],
             "server_description": (tool.server_definition or tool.definition).get("description") or "",
             "description": (tool.overlay or {}).get("description") or "",
+            "examples": "\n".join(examples[tool.prefixed_name]), "corrections": corrections[tool.prefixed_name],
         })
     return rows, shared
 
@@ -59,6 +72,19 @@ def _changes(post, rows) -> dict:
     return changes
 
 
+def _examples_changed(post, rows) -> list[tuple[Tool, list[str]]]:
+    """The rows whose sample requests (one per line) the form changed."""
+    changed = []
+    for row in rows:
+        field = f"examples-{row['tool'].pk}"
+        if field not in post:
+            continue
+        wanted = [line.strip() for line in post[field].splitlines() if line.strip()]
+        if wanted != [line for line in row["examples"].splitlines() if line]:
+            changed.append((row["tool"], wanted))
+    return changed
+
+
 @tenant_page
 def server_contract(request, pk):
     server = get_object_or_404(selectors.servers(), pk=pk)
@@ -74,8 +100,15 @@ def server_contract(request, pk):
             if mode and mode != server.contract_mode:
                 overlays.server_set_contract_mode(server=server, mode=mode)
             changes = _changes(request.POST, rows)
-            if changes:
-                overlays.tools_set_overlays(server=server, changes_by_tool=changes, who=str(request.user))
+            with transaction.atomic():
+                if changes:
+                    overlays.tools_set_overlays(server=server, changes_by_tool=changes, who=str(request.user))
+                for tool, texts in _examples_changed(request.POST, rows):
+                    try:
+                        routing_examples.tool_set_examples(tool=tool, texts=texts, who=str(request.user))
+                    except ApplicationError as exc:
+                        raise ApplicationError(exc.message, fields={
+                            f"{tool.prefixed_name}": [m for ms in (exc.fields or {}).values() for m in ms]}) from exc
         except ApplicationError as exc:
             errors = exc.fields or {"": [exc.message]}
             messages.error(request, exc.message)

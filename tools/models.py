@@ -363,3 +363,29 @@ class ToolCall(models.Model):
         from tools.mcp.errors import render_error  # the connection layer loads the MCP SDK
 
         return render_error(self.error_code, self.error_params)
+
+
+class RoutingExample(models.Model):
+    """What a tenant teaches pre-routing (R6): a customer request that one of its tools serves, or
+    one that needs no tool (`tool_name` empty). An admin's sample request of a tool (its overlay) or
+    support's correction of a turn's routing (with the turn). Keyed by the name the model sees, so
+    examples outlive catalog versions; routing skips those of tools no longer in the catalog."""
+
+    class Source(models.TextChoices):
+        ADMIN = "admin", _("sample request")
+        CORRECTION = "correction", _("correction")
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tool_name = models.CharField(_("tool"), max_length=250, blank=True)  # "" = no tool
+    text = models.TextField(_("text"), max_length=500)
+    source = models.CharField(_("source"), max_length=12, choices=Source.choices)
+    created_by = models.CharField(_("by"), max_length=150)
+    created_at = models.DateTimeField(_("when"), auto_now_add=True)
+    turn_id = models.UUIDField(null=True, blank=True)  # the corrected turn (runtime.Turn)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["tool_name", "source"])]
+
+    def __str__(self):
+        return f"{self.tool_name or '-'}: {self.text[:40]}"

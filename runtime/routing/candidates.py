@@ -31,7 +31,8 @@ from runtime.routing import encoder
 from runtime.routing.lexicon import expand
 from runtime.routing.language import text_language
 from runtime.routing.phrasings import kind_of, kinds_asked, requests_for
-from runtime.routing.words import name_words, stems
+from runtime.routing.words import name_words, normalise, stems
+from tools.rules.annotations import READ, tool_level
 
 VERB_KEY = "com.asixto/verb"
 CAPABILITIES_KEY = "com.asixto/capabilities"
@@ -57,6 +58,9 @@ class ToolCard:
     capabilities: tuple[str, ...] = ()
     input_schema: dict = field(default_factory=dict, hash=False, compare=False)
     digest: str = ""
+    # read, write or destructive: from its annotations, as the catalog reads them (a tool that says
+    # nothing is destructive: the cautious reading, M7)
+    level: str = "destructive"
 
     @classmethod
     def from_definition(cls, definition: dict, name: str | None = None, digest: str = "") -> "ToolCard":
@@ -70,7 +74,13 @@ class ToolCard:
             description=str(definition.get("description") or ""), verb=str(meta.get(VERB_KEY) or ""),
             capabilities=tuple(str(c) for c in capabilities if isinstance(c, str)),
             input_schema=schema if isinstance(schema, dict) else {}, digest=digest,
+            level=tool_level(definition.get("annotations")),
         )
+
+    @property
+    def acts(self) -> bool:
+        """It changes something (write or destructive), rather than only looking something up."""
+        return self.level != READ
 
     @property
     def action(self) -> str:
@@ -102,6 +112,20 @@ class ToolCard:
         return " ".join(values)
 
 
+@dataclass(frozen=True)
+class Example:
+    """What a tenant taught the check: a request one of its tools serves (`tool`), or one that needs
+    no tool (`tool` None). An admin's sample request, or support's correction of a turn's routing."""
+
+    tool: str | None
+    text: str
+
+
+def embed_examples(texts: list[str]) -> list[np.ndarray]:
+    """The USE vector of each example (normalised as a message is: the check compares them)."""
+    return list(encoder.embed([normalise(text) or text for text in texts])) if texts else []
+
+
 @dataclass
 class CatalogIndex:
     cards: list[ToolCard]
@@ -114,6 +138,11 @@ class CatalogIndex:
     weights: list[dict[str, float]]  # per tool: stem → weight
     kinds: list[str | None]  # per tool: the kind of its verb (phrasings.KINDS)
     language: str | None = None  # what the tools are written in, when clear ("es")
+    # The tenant's examples of tools of this catalog (and of "no tool"): one row each
+    examples_use: np.ndarray = field(default_factory=lambda: np.zeros((0, 512), np.float32))
+    examples_owner: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # tool, or -1: no tool
+    # per tool: 1 where it changes something (write or destructive), 0 where it only reads
+    acting: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
 
     def __len__(self):
         return len(self.cards)
@@ -181,8 +210,10 @@ def embed_tools(cards: list[ToolCard]) -> list[ToolVectors]:
     return vectors
 
 
-def assemble(cards: list[ToolCard], vectors: list[ToolVectors]) -> CatalogIndex:
-    """The index of `cards` from their vectors: only words and arrays, no encoder (milliseconds)."""
+def assemble(cards: list[ToolCard], vectors: list[ToolVectors], examples: list[Example] = (),
+             example_vectors: list[np.ndarray] = ()) -> CatalogIndex:
+    """The index of `cards` from their vectors: only words and arrays, no encoder (milliseconds). An
+    example of a tool not in `cards` (removed since) is left out."""
     per_tool = [_stems(card) for card in cards]
     documents = Counter(stem for found in per_tool for stem in found)
     total = max(len(cards), 1)
@@ -201,20 +232,31 @@ def assemble(cards: list[ToolCard], vectors: list[ToolVectors]) -> CatalogIndex:
         inputs_e5=np.stack([v.inputs_e5 for v in vectors]) if vectors else np.zeros((0, 384), np.float32),
         asks_e5=stacked("asks_e5", 384), asks_owner=np.array(owner, dtype=np.int64), weights=weights,
         kinds=[kind_of(card.action) for card in cards],
-        language=text_language(" ".join(f"{card.title or ''} {card.purpose or ''}" for card in cards)))
+        acting=np.array([1.0 if card.acts else 0.0 for card in cards], dtype=np.float32),
+        language=text_language(" ".join(f"{card.title or ''} {card.purpose or ''}" for card in cards)),
+        **_example_arrays(cards, examples, example_vectors))
 
 
-def build_index(cards: list[ToolCard]) -> CatalogIndex:
-    return assemble(cards, embed_tools(cards))
+def _example_arrays(cards, examples, example_vectors) -> dict:
+    position = {card.name: n for n, card in enumerate(cards)}
+    kept = [(position.get(e.tool, -1), v) for e, v in zip(examples, example_vectors, strict=True)
+            if e.tool is None or e.tool in position]
+    if not kept:
+        return {}
+    return {"examples_use": np.stack([v for _o, v in kept]), "examples_owner": np.array([o for o, _v in kept], dtype=np.int64)}
 
 
-def index_key(cards: list[ToolCard]) -> tuple:
-    return tuple((card.name, card.digest) for card in cards)
+def build_index(cards: list[ToolCard], examples: list[Example] = ()) -> CatalogIndex:
+    return assemble(cards, embed_tools(cards), examples, embed_examples([e.text for e in examples]))
 
 
-def cached_index(cards: list[ToolCard]) -> CatalogIndex | None:
-    """The index of this exact catalog when this process has it already, else None."""
-    key = index_key(cards)
+def index_key(cards: list[ToolCard], examples: list[Example] = ()) -> tuple:
+    return tuple((card.name, card.digest) for card in cards) + tuple(sorted((e.tool or "", e.text) for e in examples))
+
+
+def cached_index(cards: list[ToolCard], examples: list[Example] = ()) -> CatalogIndex | None:
+    """The index of this exact catalog and examples when this process has it already, else None."""
+    key = index_key(cards, examples)
     with _cache_lock:
         index = _cache.get(key)
         if index is not None:
@@ -222,9 +264,9 @@ def cached_index(cards: list[ToolCard]) -> CatalogIndex | None:
         return index
 
 
-def keep_index(cards: list[ToolCard], index: CatalogIndex) -> CatalogIndex:
+def keep_index(cards: list[ToolCard], index: CatalogIndex, examples: list[Example] = ()) -> CatalogIndex:
     with _cache_lock:
-        _cache[index_key(cards)] = index
+        _cache[index_key(cards, examples)] = index
         while len(_cache) > MAX_INDEXES:
             _cache.popitem(last=False)
     return index
@@ -234,11 +276,11 @@ _cache: "OrderedDict[tuple, CatalogIndex]" = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def catalog_index(cards: list[ToolCard]) -> CatalogIndex:
-    """The index of this exact catalog (names and definition hashes), built once per process and
-    waited for: the evaluation, the bench and the index task use it; a turn uses
+def catalog_index(cards: list[ToolCard], examples: list[Example] = ()) -> CatalogIndex:
+    """The index of this exact catalog (names and definition hashes) and examples, built once per
+    process and waited for: the evaluation, the bench and the index task use it; a turn uses
     `index_store.ready_index`, which never waits."""
-    return cached_index(cards) or keep_index(cards, build_index(cards))
+    return cached_index(cards, examples) or keep_index(cards, build_index(cards, examples), examples)
 
 
 def lexical(index: CatalogIndex, words: list[frozenset[str]]) -> np.ndarray:
@@ -258,6 +300,8 @@ class Signals:
     asks: np.ndarray  # USE cosine with the closest request built from its verb
     lexical: np.ndarray  # weighted stems in common (`lexical`)
     kind: np.ndarray  # 1 where the message sounds like the kind of action of the tool's verb
+    acting: np.ndarray  # per tool: 1 where it changes something (the index's `acting`)
+    acts: float = 0.0  # log-odds that the message asks to change something rather than to know (gate's probe)
     # It asks for kinds of action and no tool does any of them (every tool's verb being of a known
     # kind: a verb of no known kind might be the one asked for).
     foreign: bool = False
@@ -265,6 +309,10 @@ class Signals:
     about_e5: np.ndarray | None = None  # e5 cosine with the closest view
     inputs_e5: np.ndarray | None = None  # e5 cosine with what the tool takes
     asks_e5: np.ndarray | None = None  # e5 cosine with the closest request
+    # The tenant's examples, by USE (its cosines spread wider than e5's): per tool, the cosine with its
+    # closest example (-1: it has none), and with the closest "no tool" example
+    example: np.ndarray | None = None
+    example_none: float = -1.0
 
     @property
     def full(self) -> bool:
@@ -277,10 +325,23 @@ def _best_per_tool(index: CatalogIndex, cosines: np.ndarray) -> np.ndarray:
     return best
 
 
-def signals(index: CatalogIndex, plain: str, use: np.ndarray) -> Signals:
-    """The cheap signals: `plain` is the normalised message, `use` its USE vector."""
+def _per_example(index: CatalogIndex, cosines: np.ndarray) -> tuple[np.ndarray, float]:
+    best = np.full(len(index), -1.0, dtype=np.float32)
+    owners = index.examples_owner
+    tools = owners >= 0
+    if tools.any():
+        np.maximum.at(best, owners[tools], cosines[tools])
+    none = cosines[~tools]
+    return best, float(none.max()) if len(none) else -1.0
+
+
+def signals(index: CatalogIndex, plain: str, use: np.ndarray, acts: float = 0.0) -> Signals:
+    """The cheap signals: `plain` is the normalised message, `use` its USE vector, `acts` the log-odds
+    that it asks to change something (the gate's action probe)."""
     asked = kinds_asked(plain)
+    example, example_none = _per_example(index, index.examples_use @ use)
     return Signals(
+        example=example, example_none=example_none, acting=index.acting, acts=acts,
         about=(index.about @ use).max(axis=1), asks=_best_per_tool(index, index.asks @ use),
         lexical=lexical(index, expand(stems(plain))),
         kind=np.array([1.0 if kind in asked else 0.0 for kind in index.kinds], dtype=np.float32),

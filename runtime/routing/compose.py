@@ -51,14 +51,20 @@ def fitting_details(card: ToolCard, details: dict) -> dict:
     return fitting
 
 
-def compose_instruction(*, card: ToolCard, facts: Facts) -> str:
-    """The instruction of the routed step."""
+def compose_instruction(*, card: ToolCard, facts: Facts, confirmed: bool = True) -> str:
+    """The instruction of the routed step. A tool that changes something (`card.acts`) is called only
+    once the customer has confirmed the action and its details, unless `confirmed`: they already asked
+    for exactly that (`route.confirmed`)."""
     verb = card.verb or card.title or card.name
-    lines = [
-        f"The customer's message asks for this step: \"{verb}\". Do it now by calling the tool `{card.name}`; it "
-        "is the only tool for this step.",
-        f"What the customer asks: {facts.request}",
-    ]
+    if card.acts and not confirmed:
+        first = (f"The customer's message may ask for this step: \"{verb}\", with the tool `{card.name}`; it is the only "
+                 "tool for this step. It changes something for the customer, so do not call it yet: first tell the "
+                 "customer in one short sentence what you would do, with the details you would use, and ask them to "
+                 "confirm. Call it only after they confirm. If they only wanted to know something, answer that instead.")
+    else:
+        first = (f"The customer's message asks for this step: \"{verb}\". Do it now by calling the tool `{card.name}`; it "
+                 "is the only tool for this step.")
+    lines = [first, f"What the customer asks: {facts.request}"]
     if facts.quantity:
         lines.append(f"How many: {facts.quantity}")
     if facts.references:

@@ -3,11 +3,15 @@ on a labelled dataset. Pure over plain data; `manage.py routing_eval` is its com
 
 DATASET: JSON lines `{"id", "messages": [{"role": "user" | "assistant", "content"}…], "expected":
 tool name | null, "lang"?, "style"?}` (the last message is the one routed). CATALOG: a JSON list
-of MCP tool definitions. Reported: gate accuracy with its confusion matrix (rows: expected, columns:
-decided), candidate top-1 and recall@3 over the items that expect a tool, and routed accuracy (the
-gate said "tool" and its first candidate is the expected one), overall, per language and per style;
-and the cost: seconds to build the catalog index (once per catalog version, encoders loaded on
-first use), milliseconds per message checked (wall clock: noisy on a shared machine).
+of MCP tool definitions. EXAMPLES (optional): JSON lines `{"tool": tool name | null, "text": "…"}`,
+what a tenant teaches the check (an example request of a tool, or of "no tool"). Reported: gate
+accuracy with its confusion matrix (rows: expected, columns: decided), candidate top-1 and recall@3
+over the items that expect a tool, routed accuracy (the gate said "tool" and its first candidate is
+the expected one), and harmful routes (an item that needs no tool or only a read tool, routed to a
+tool that changes something: its level from its annotations, as the catalog reads them), overall,
+per language, per style and for follow-ups; and the cost: seconds to build the catalog index (once
+per catalog version, encoders loaded on first use), milliseconds per message checked (wall clock:
+noisy on a shared machine).
 """
 
 import json
@@ -17,8 +21,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from runtime.routing import encoder
-from runtime.routing.candidates import ToolCard, catalog_index
+from runtime.routing.candidates import Example, ToolCard, catalog_index
 from runtime.routing.gate import check
+from tools.rules.annotations import READ
 
 
 class DatasetError(ValueError):
@@ -60,6 +65,30 @@ def load_dataset(lines, names: set[str]) -> list[dict]:
     return items
 
 
+MAX_EXAMPLE_CHARS = 500
+
+
+def load_examples(lines, names: set[str]) -> list[Example]:
+    """The examples of an EXAMPLES file; the first bad line stops it all (the error names it)."""
+    examples = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as exc:
+            raise DatasetError(f"examples line {number}: not JSON ({exc})") from exc
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str) or not item["text"].strip():
+            raise DatasetError(f"examples line {number}: expected {{\"tool\": name or null, \"text\": \"…\"}} with a text")
+        if len(item["text"]) > MAX_EXAMPLE_CHARS:
+            raise DatasetError(f"examples line {number}: the text is longer than {MAX_EXAMPLE_CHARS} characters")
+        tool = item.get("tool")
+        if tool is not None and tool not in names:
+            raise DatasetError(f"examples line {number}: tool {tool!r} is not in the catalog")
+        examples.append(Example(tool=tool, text=item["text"].strip()))
+    return examples
+
+
 @dataclass
 class Tally:
     n: int = 0
@@ -68,8 +97,10 @@ class Tally:
     top1: int = 0
     recall3: int = 0
     routed: int = 0
+    safe: int = 0  # items that need no tool or only a read tool
+    harmful: int = 0  # of those, routed to a tool that changes something
 
-    def add(self, expected, result):
+    def add(self, expected, result, levels: dict):
         self.n += 1
         decided_tool = result.needs_tool
         self.gate_right += decided_tool == (expected is not None)
@@ -79,20 +110,25 @@ class Tally:
             self.top1 += bool(names) and names[0] == expected
             self.recall3 += expected in names[:3]
             self.routed += decided_tool and bool(names) and names[0] == expected
+        if expected is None or levels[expected] == READ:
+            self.safe += 1
+            self.harmful += decided_tool and levels.get(result.best) not in (None, READ)
 
     def figures(self) -> dict:
         share = lambda part, whole: round(part / whole, 4) if whole else None  # noqa: E731
         return {"n": self.n, "gate_accuracy": share(self.gate_right, self.n), "tool_items": self.tools,
                 "top1": share(self.top1, self.tools), "recall_at_3": share(self.recall3, self.tools),
-                "routed_accuracy": share(self.routed, self.tools)}
+                "routed_accuracy": share(self.routed, self.tools), "harmful_routes": self.harmful,
+                "harmful_share": share(self.harmful, self.safe)}
 
 
-def evaluate(cards: list[ToolCard], items: list[dict]) -> dict:
+def evaluate(cards: list[ToolCard], items: list[dict], examples: list[Example] = ()) -> dict:
+    levels = {card.name: card.level for card in cards}
     started = time.perf_counter()
-    index = catalog_index(cards)
+    index = catalog_index(cards, examples)
     index_seconds = time.perf_counter() - started
     checking, with_e5, times = 0.0, 0, []
-    overall, by_lang, by_style = Tally(), defaultdict(Tally), defaultdict(Tally)
+    overall, by_lang, by_style, follow_ups = Tally(), defaultdict(Tally), defaultdict(Tally), Tally()
     confusion = {"tool": {"tool": 0, "none": 0}, "none": {"tool": 0, "none": 0}}
     misses = []
     for item in items:
@@ -102,16 +138,23 @@ def evaluate(cards: list[ToolCard], items: list[dict]) -> dict:
         checking += times[-1]
         with_e5 += encoder.calls["e5"] > e5_calls
         expected = item["expected"]
-        for tally in (overall, by_lang[item["lang"]], by_style[item["style"]]):
-            tally.add(expected, result)
+        tallies = [overall, by_lang[item["lang"]], by_style[item["style"]]]
+        if len(item["messages"]) > 1:
+            tallies.append(follow_ups)
+        for tally in tallies:
+            tally.add(expected, result, levels)
         confusion["tool" if expected else "none"]["tool" if result.needs_tool else "none"] += 1
         if result.needs_tool != (expected is not None) or (expected and result.best != expected):
-            misses.append({"id": item["id"], "expected": expected, "decided": result.best if result.needs_tool else None,
-                           "candidates": [name for name, _s in result.candidates], "reason": result.reason})
+            decided = result.best if result.needs_tool else None
+            misses.append({"id": item["id"], "expected": expected, "decided": decided,
+                           "candidates": [name for name, _s in result.candidates], "reason": result.reason,
+                           "harmful": (expected is None or levels[expected] == READ)
+                           and levels.get(decided) not in (None, READ)})
     return {**overall.figures(), "confusion": confusion, "index_seconds": round(index_seconds, 2),
             "ms_per_message": round(1000 * checking / max(len(items), 1), 1),
             "ms_median": round(1000 * statistics.median(times), 1) if times else 0.0,
             "ms_p90": round(1000 * sorted(times)[int(0.9 * (len(times) - 1))], 1) if times else 0.0,
             "e5_share": round(with_e5 / len(items), 4) if items else None,
             "by_lang": {k: v.figures() for k, v in sorted(by_lang.items())},
-            "by_style": {k: v.figures() for k, v in sorted(by_style.items())}, "misses": misses}
+            "by_style": {k: v.figures() for k, v in sorted(by_style.items())}, "follow_ups": follow_ups.figures(),
+            "examples": len(examples), "misses": misses}

@@ -46,7 +46,7 @@ their scores, and why (for the turn record and the evaluation).
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 
@@ -78,6 +78,23 @@ SMALL_TALK_SIMILARITY = 0.78  # this close to a small-talk phrase, with no tool 
 # both gates.
 REQUEST_PROBE = Path(__file__).with_name("request_probe.json")
 PROBE_CLIP = 8.0
+# Check or do, whatever the catalog: a linear probe over the message's USE vector gives the log-odds that it asks
+# to change something (create, change, cancel, pay, send, report…) rather than to know or look something up,
+# fitted by datasets/fit_gate.py on the development domains' requests, each labelled by the level of its tool
+# (annotations), and kept in action_probe.json. A tool's score moves by W_LEVEL × (P(acts) − ½), up for a tool
+# that acts, down for one that reads.
+ACTION_PROBE = Path(__file__).with_name("action_probe.json")
+W_LEVEL = 0.0
+# A message that asks to know (P(acts) below ACTS_KNOW) is never routed to a tool that acts: the best read candidate
+# within READ_MARGIN of it takes its place, else nothing is routed. One that does not clearly ask to act (below
+# ACTS_DO) goes to the read candidate when it is within READ_MARGIN of the acting one (same topic, close call).
+ACTS_KNOW, ACTS_DO, READ_MARGIN = 0.35, 0.65, 0.5
+# A tool that acts is routed only when the gate is this sure a tool is needed (below: the turn runs unrouted, the
+# model seeing every tool); a read tool needs only GATE_THRESHOLD.
+WRITE_BAND = 0.5
+# The tenant's examples: a tool's score gains W_EXAMPLE for each unit of cosine above EXAMPLE_FLOOR with its closest
+# example; a message this close to an example (EXAMPLE_MATCH) is decided by it: its tool, or no tool.
+W_EXAMPLE, EXAMPLE_FLOOR, EXAMPLE_MATCH = 4.0, 0.6, 0.9
 # The gate: P(needs a tool) = logistic(GATE_BIAS + Σ coefficient × feature), features in the order
 # of `gate_features`. Fitted by datasets/fit_gate.py on the dev files (see datasets/README.md).
 GATE_COEFFICIENTS = (0.5509, 2.7322, 37.3164, -3.5024, -1.4488, -3.3505, -0.1401, 0.8235, -3.2268, -3.9401, -1.8007, 1.1429, -2.8430, 2.1095, -3.0021, -3.7539, -3.9570, 0.3263, 1.6239, 2.2443)
@@ -193,6 +210,8 @@ class GateResult:
     candidates: list[tuple[str, float]] = field(default_factory=list)  # (tool name, score), best first
     reason: str = ""
     follow_up: bool = False
+    probability: float = 0.0  # P(needs a tool) of what decided (the message, or the request it follows up)
+    acts: float = 0.0  # log-odds that what decided asks to change something rather than to know
 
     @property
     def best(self) -> str | None:
@@ -279,20 +298,46 @@ class Reading:
         return probability >= CASCADE_HIGH and _margin(self.scores) >= CASCADE_MARGIN
 
 
-@lru_cache(maxsize=1)
-def _probe() -> tuple[np.ndarray, float]:
-    fitted = json.loads(REQUEST_PROBE.read_text())
+@lru_cache(maxsize=4)
+def _load_probe(path: Path) -> tuple[np.ndarray, float]:
+    """A probe's weights and bias; a probe not fitted yet says nothing (log-odds 0)."""
+    if not path.exists():
+        return np.zeros(512, dtype=np.float32), 0.0
+    fitted = json.loads(path.read_text())
     return np.asarray(fitted["weights"], dtype=np.float32), float(fitted["bias"])
+
+
+def _probe() -> tuple[np.ndarray, float]:
+    return _load_probe(REQUEST_PROBE)
+
+
+def _log_odds(path: Path, use: np.ndarray) -> float:
+    weights, bias = _load_probe(path)
+    return float(np.clip(float(use @ weights) + bias, -PROBE_CLIP, PROBE_CLIP))
 
 
 def sounds_like_request(use: np.ndarray) -> float:
     """The request probe's log-odds for a message's USE vector, clipped to ±PROBE_CLIP."""
-    weights, bias = _probe()
-    return float(np.clip(float(use @ weights) + bias, -PROBE_CLIP, PROBE_CLIP))
+    return _log_odds(REQUEST_PROBE, use)
+
+
+def sounds_like_action(use: np.ndarray) -> float:
+    """The action probe's log-odds (it asks to change something, not to know), clipped to ±PROBE_CLIP."""
+    return _log_odds(ACTION_PROBE, use)
 
 
 def cheap_scores(s: Signals) -> np.ndarray:
-    return W_ABOUT * s.about + W_ASKS * s.asks + W_LEX * np.minimum(s.lexical, LEX_CAP) + W_KIND * s.kind
+    return (W_ABOUT * s.about + W_ASKS * s.asks + W_LEX * np.minimum(s.lexical, LEX_CAP) + W_KIND * s.kind
+            + _taught(s) + W_LEVEL * (_logit_p(s.acts) - 0.5) * (2 * s.acting - 1))
+
+
+def _taught(s: Signals) -> np.ndarray:
+    """What the tenant's examples add to each tool's score (nothing without examples)."""
+    return W_EXAMPLE * np.maximum(s.example - EXAMPLE_FLOOR, 0.0)
+
+
+def _logit_p(log_odds: float) -> float:
+    return 1 / (1 + math.exp(-max(min(log_odds, 50.0), -50.0)))
 
 
 def tool_scores(s: Signals) -> np.ndarray:
@@ -313,7 +358,7 @@ def read(index: CatalogIndex, texts: list[str], *, cascade: bool = True) -> list
     talk_use = _small_talk_vectors("use")
     readings = []
     for n, p in enumerate(present):
-        found = signals(index, p, use[n])
+        found = signals(index, p, use[n], sounds_like_action(use[n]))
         language = text_language(p)
         readings.append(Reading(p, found, tool_scores(found), (float((talk_use @ use[n]).max()), None),
                                 sounds_like_request(use[n]),
@@ -464,7 +509,61 @@ def _only_data(reading: Reading, text: str) -> bool:
 
 def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) -> GateResult:
     """Route the last message of `messages` ([{"role": "user" | "assistant", "content": …}, …]).
-    `cascade=False` reads every message with e5 (the bench compares both)."""
+    `cascade=False` reads every message with e5 (the bench compares both). A route to a tool that acts
+    is held to the check-or-do rules (`_guarded`)."""
+    return _guarded(index, _decided(index, messages, cascade=cascade))
+
+
+def _guarded(index: CatalogIndex, result: GateResult) -> GateResult:
+    """Check is never do: a message that asks to know is not routed to a tool that acts (its read candidate
+    instead, when close, else nothing); a close call between a read and an acting candidate goes to the read
+    one; a tool that acts is routed only above WRITE_BAND. An agreement to the agent's offer is the customer's
+    own yes to that action."""
+    if not result.needs_tool or not result.candidates or result.reason == "agrees to the agent's offer":
+        return result
+    cards = {card.name: card for card in index.cards}
+    if not cards[result.best].acts:
+        return result
+    acts = _logit_p(result.acts)
+    top = result.candidates[0][1]
+    reads = [c for c in result.candidates if not cards[c[0]].acts and c[1] >= top - READ_MARGIN]
+    if reads and acts < ACTS_DO:
+        first = reads[0]
+        return replace(result, candidates=[first, *[c for c in result.candidates if c != first]],
+                       reason=f"{result.reason}; asks to know: the read tool first")
+    if acts < ACTS_KNOW:
+        return replace(result, needs_tool=False, reason=f"{result.reason}; asks to know, and its tool acts")
+    if result.probability < WRITE_BAND:
+        return replace(result, needs_tool=False, reason=f"{result.reason}; a tool that acts, below its band")
+    return result
+
+
+def acting_route_allowed(result: GateResult, *, sure: bool = False) -> bool:
+    """Whether a tool that acts may be shown alone for this decision: the customer agreed to the agent's
+    offer of it, or what decided asks to act (P(acts) at least ACTS_KNOW; ACTS_DO when `sure`) and the gate
+    is at least WRITE_BAND sure a tool is needed."""
+    if result.reason == "agrees to the agent's offer":
+        return True
+    return result.probability >= WRITE_BAND and _logit_p(result.acts) >= (ACTS_DO if sure else ACTS_KNOW)
+
+
+def _taught_decision(index: CatalogIndex, reading: Reading, ranked) -> GateResult | None:
+    """A message this close to one of the tenant's examples is decided by it (None: no example is)."""
+    if not len(index.examples_owner):
+        return None
+    s = reading.signals
+    best = int(np.argmax(s.example))
+    if s.example_none >= EXAMPLE_MATCH and s.example_none >= s.example[best]:
+        return GateResult(False, ranked, reason="like a 'no tool' example")
+    if s.example[best] >= EXAMPLE_MATCH:
+        name = index.cards[best].name
+        first = next((c for c in ranked if c[0] == name), (name, round(float(reading.scores[best]), 4)))
+        return GateResult(True, [first, *[c for c in ranked if c[0] != name]][:MAX_CANDIDATES],
+                          reason="like an example of its tool", probability=1.0, acts=s.acts)
+    return None
+
+
+def _decided(index: CatalogIndex, messages: list[dict], *, cascade: bool) -> GateResult:
     if not len(index) or not messages:
         return GateResult(False, reason="no tools" if not len(index) else "no message")
     text = str(messages[-1].get("content") or "")
@@ -497,7 +596,8 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
             (offered and question.signals.kind.max() > 0) or tool_probability(question) >= FOLLOW_UP_THRESHOLD)
         offer = question if names_action else reply
         if offer is not None and (names_action or tool_probability(offer) >= FOLLOW_UP_THRESHOLD):
-            return GateResult(True, _ranked(index, [(1.0, offer)]), reason="agrees to the agent's offer", follow_up=True)
+            return GateResult(True, _ranked(index, [(1.0, offer)]), reason="agrees to the agent's offer", follow_up=True,
+                              probability=tool_probability(offer), acts=offer.signals.acts)
         # Nothing offered: a bare "sí" is small talk below; "si tengo algún saldo pendiente" ("whether I have…",
         # the same letters) answers "¿qué te gustaría revisar?" with a request of its own.
     # "No, gracias" to an offer asks nothing, whatever it names ("no, lo pago en el banco"); a redirect
@@ -516,14 +616,19 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
         current, request, reply = context
         if request is not None and tool_probability(request) >= FOLLOW_UP_THRESHOLD:
             parts = [(ANSWER_SHARE, current), (1.0, request)] + ([(ANSWER_AGENT, reply)] if reply is not None else [])
-            return GateResult(True, _ranked(index, parts), reason="answers the agent's question", follow_up=True)
+            return GateResult(True, _ranked(index, parts), reason="answers the agent's question", follow_up=True,
+                              probability=tool_probability(request), acts=request.signals.acts)
     # "¿O sea que el 5 ya tengo los 20 completos?" after the agent's answer asks about that answer.
     if (previous_agent and not asked and _CLARIFIES.match(stripped) and not current.request_form
             and not _IMPERATIVE.search(current.plain)):
         return GateResult(False, ranked, reason="asks about the agent's answer")
+    leans = _leans(current, text) and bool(previous_customer or previous_agent)
+    taught = None if leans else _taught_decision(index, current, ranked)
+    if taught is not None:
+        return taught
     probability = tool_probability(current)
     # The conversation: does this message lean on a previous request?
-    if _leans(current, text) and (previous_customer or previous_agent):
+    if leans:
         current, request, reply = context or _in_context(index, current, previous_customer, previous_agent)
         probability, ranked = tool_probability(current), _ranked(index, [(1.0, current)])
         combined = [(1.0, current)]
@@ -537,9 +642,12 @@ def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) ->
             if _only_data(current, text):  # "1020304050" after "¿cuál es tu número de documento?"
                 inherited = max(inherited, tool_probability(reply))
         if inherited >= FOLLOW_UP_THRESHOLD:  # it leans on a request: a follow-up, however likely alone
-            return GateResult(True, _ranked(index, combined), reason="follow-up", follow_up=True)
+            # what it asks to do is its own when it says, else the request's ("¿y el otro?")
+            acts = current.signals.acts if abs(current.signals.acts) >= 1 or request is None else request.signals.acts
+            return GateResult(True, _ranked(index, combined), reason="follow-up", follow_up=True,
+                              probability=inherited, acts=acts)
         if request is not None:
             ranked = _ranked(index, combined)
     if probability >= GATE_THRESHOLD:
-        return GateResult(True, ranked, reason="request")
-    return GateResult(False, ranked, reason="below threshold")
+        return GateResult(True, ranked, reason="request", probability=probability, acts=current.signals.acts)
+    return GateResult(False, ranked, reason="below threshold", probability=probability)

@@ -12,9 +12,11 @@ queued (once, whatever the number of turns asking meanwhile).
 import hashlib
 import pickle
 
+import numpy as np
 from django.core.cache import cache
 
-from runtime.routing.candidates import CatalogIndex, ToolCard, assemble, cached_index, embed_tools, keep_index
+from runtime.routing.candidates import (CatalogIndex, Example, ToolCard, assemble, cached_index, embed_examples, embed_tools,
+                                        keep_index)
 
 VECTORS_TTL = 30 * 24 * 3600  # a tool definition no catalog uses any more leaves after a month
 QUEUED_TTL = 300  # a queued build is not queued again for this long
@@ -30,16 +32,34 @@ def _stored(cards: list[ToolCard]) -> dict[str, object]:
     return {key: pickle.loads(raw) for key, raw in found.items()}
 
 
-def ready_index(cards: list[ToolCard]) -> CatalogIndex | None:
-    """The index of `cards` if its vectors are ready; None (and a build queued) if not."""
-    index = cached_index(cards)
+def ready_index(cards: list[ToolCard], examples: list[Example] = ()) -> CatalogIndex | None:
+    """The index of `cards` and the tenant's `examples` if the tools' vectors are ready; None (and a
+    build queued) if not. An example's vector (one USE encoding, milliseconds) is made here when
+    it is new, so what a tenant teaches counts from the next message on."""
+    index = cached_index(cards, examples)
     if index is not None:
         return index
     stored = _stored(cards)
     if len(stored) < len({_key(card) for card in cards}):
         _queue_build()
         return None
-    return keep_index(cards, assemble(cards, [stored[_key(card)] for card in cards]))
+    return keep_index(cards, assemble(cards, [stored[_key(card)] for card in cards], examples,
+                                      example_vectors([e.text for e in examples])), examples)
+
+
+def _example_key(text: str) -> str:
+    return "routing-example:v1:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def example_vectors(texts: list[str]) -> list[np.ndarray]:
+    """The USE vector of each text: stored ones from the cache, new ones encoded and stored (raw float32)."""
+    found = cache.get_many([_example_key(text) for text in texts])
+    missing = list(dict.fromkeys(text for text in texts if _example_key(text) not in found))
+    if missing:
+        made = {_example_key(text): v.astype(np.float32).tobytes() for text, v in zip(missing, embed_examples(missing))}
+        cache.set_many(made, timeout=VECTORS_TTL)
+        found.update(made)
+    return [np.frombuffer(found[_example_key(text)], dtype=np.float32) for text in texts]
 
 
 def store_vectors(cards: list[ToolCard]) -> int:

@@ -10,9 +10,9 @@ instead of asking again (R10).
 from dataclasses import dataclass
 
 from runtime.model_client import Endpoint
-from runtime.routing.candidates import ToolCard
-from runtime.routing.compose import compose_instruction
-from runtime.routing.gate import check
+from runtime.routing.candidates import Example, ToolCard
+from runtime.routing.compose import compose_instruction, fitting_details
+from runtime.routing.gate import GateResult, acting_route_allowed, check
 from runtime.routing.index_store import ready_index
 from runtime.routing.router import Facts, ask_router
 
@@ -33,13 +33,26 @@ class Route:
                    instruction=data["instruction"])
 
 
-def route_message(*, cards: list[ToolCard], conversation: list[dict], endpoint: Endpoint) -> tuple[Route | None, dict]:
-    """`conversation`: [{"role": "user" | "assistant", "content"}…], the message to route last."""
-    index = ready_index(cards)
+def confirmed(card: ToolCard, facts: Facts, gate: GateResult) -> bool:
+    """The customer already asked for exactly this action with its details, so the step needs no
+    confirmation: they agreed to the agent's offer of it, or their message clearly asks to act and
+    gives every required input of the tool."""
+    if gate.reason == "agrees to the agent's offer":
+        return True
+    required = card.input_schema.get("required") if isinstance(card.input_schema.get("required"), list) else []
+    return acting_route_allowed(gate, sure=True) and set(required) <= set(fitting_details(card, facts.details))
+
+
+def route_message(*, cards: list[ToolCard], conversation: list[dict], endpoint: Endpoint,
+                  examples: list[Example] = ()) -> tuple[Route | None, dict]:
+    """`conversation`: [{"role": "user" | "assistant", "content"}…], the message to route last;
+    `examples`: what the tenant taught routing (its sample requests and corrections)."""
+    index = ready_index(cards, examples)
     if index is None:  # its vectors are being built (a task): this turn does not wait for them
         return None, {"gate": {"needs_tool": False, "reason": "index not ready", "candidates": []}}
     gate = check(index, conversation)
-    record = {"gate": {"needs_tool": gate.needs_tool, "reason": gate.reason, "candidates": gate.candidates}}
+    record = {"gate": {"needs_tool": gate.needs_tool, "reason": gate.reason, "candidates": gate.candidates,
+                       "probability": round(gate.probability, 4), "acts": round(gate.acts, 3)}}
     if not gate.needs_tool:
         return None, record
     by_name = {card.name: card for card in cards}
@@ -50,7 +63,12 @@ def route_message(*, cards: list[ToolCard], conversation: list[dict], endpoint: 
         record["outcome"] = "unclear"
         return None, record
     card = by_name[facts.tool]
+    if card.acts and not acting_route_allowed(gate):
+        # a tool that acts is shown alone only when the check lets it through (`gate._guarded`), whichever
+        # candidate the router picked; else the turn runs unrouted, the model seeing every tool
+        record["outcome"] = "acting tool held back"
+        return None, record
     route = Route(tool=card.name, verb=card.verb or card.title or card.name, facts=facts,
-                  instruction=compose_instruction(card=card, facts=facts))
+                  instruction=compose_instruction(card=card, facts=facts, confirmed=confirmed(card, facts, gate)))
     record["outcome"] = "routed"
     return route, record

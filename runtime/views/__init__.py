@@ -8,6 +8,7 @@ from runtime.views import conversations, playground, skills, truncations, webhoo
 urlpatterns = [
     path("conversations/", conversations.conversations_page, name="conversations"),
     path("conversations/<uuid:pk>/", conversations.conversation_page, name="conversation"),
+    path("conversations/<uuid:pk>/turns/<uuid:turn>/routing/", conversations.routing_correct, name="routing_correct"),
     path("conversations/<uuid:pk>/<str:kind>/<uuid:item>/cancel/", conversations.scheduled_cancel, name="scheduled_cancel"),
     path("truncations/", truncations.truncations_page, name="truncations"),
     path("playground/", playground.playground_page, name="playground"),

@@ -1,6 +1,7 @@
 """Conversations for admins and support staff: a filtered, paginated list, and one conversation
 with its turns — messages, status events, tool calls, truncations, errors, webhook attempts — and
-its reminders and follow-ups (admins cancel a pending one)."""
+its reminders and follow-ups (admins cancel a pending one); support staff and admins correct a
+turn's routing (issue 18)."""
 
 from django.contrib import messages
 from django.core.paginator import Paginator
@@ -17,8 +18,11 @@ from runtime.builtins.models import FollowUp, Reminder
 from runtime.forms import ConversationFilterForm
 from runtime.models import Conversation, Turn
 from tenants.access import admin_page, tenant_page
+from tools import routing_examples
+from tools.models import Tool
 
 PAGE_SIZE = 50
+MAX_TOOL_CHOICES = 1000
 
 
 @tenant_page
@@ -45,7 +49,26 @@ def conversation_page(request, pk):
         "nav": "conversations", "conversation": conversation,
         "turns": reports.conversation_turns(conversation=conversation),
         "scheduled": reports.conversation_scheduled(conversation=conversation),
+        "routing_tools": list(Tool.objects.filter(removed_in__isnull=True).order_by("prefixed_name")
+                              .values_list("prefixed_name", flat=True)[:MAX_TOOL_CHOICES]),
     })
+
+
+@tenant_page
+@require_POST
+def routing_correct(request, pk, turn):
+    """Support staff (and admins) mark a turn's routing wrong and say which tool its message needed, or
+    none: the message becomes an example of this tenant's routing (issue 18), with who and when."""
+    found = get_object_or_404(Turn.objects.select_related("message"), pk=turn, conversation_id=pk)
+    choice = request.POST.get("tool", "")
+    try:
+        routing_examples.routing_correct(turn_id=found.pk, text=found.message.text, tool_name=choice or None,
+                                         who=str(request.user))
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, _("Thanks: routing learns from this correction from the next message on."))
+    return redirect(reverse("dashboard:conversation", args=[pk]) + f"#turn-{found.pk}")
 
 
 @admin_page

@@ -1,12 +1,16 @@
 """Input and output serializers for servers, tools, findings and catalog versions."""
 
 from django.utils.translation import gettext_lazy as _
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from asixto.api import StrictModelSerializer, StrictSerializer
 from tenants.stdio_commands import MAX_VALUE_CHARS, MAX_VARS
 from tools.auth_headers import MAX_VALUE, auth_header_problems
-from tools.models import CatalogVersion, Finding, McpServer, Tool, ToolCall
+from tools.models import CatalogVersion, Finding, McpServer, RoutingExample, Tool, ToolCall
+from tools.routing_examples import MAX_PER_TOOL as MAX_EXAMPLES
+from tools.routing_examples import MAX_TEXT as MAX_EXAMPLE_TEXT
+from tools.routing_examples import tool_examples
 
 
 class AuthHeadersField(serializers.DictField):
@@ -103,13 +107,26 @@ class ToolSerializer(serializers.ModelSerializer):
         ]
 
 
+class RoutingExampleSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = RoutingExample
+        fields = ["text", "source", "created_by", "created_at", "turn_id"]
+
+
 class ToolDetailSerializer(ToolSerializer):
     findings = FindingSerializer(many=True, read_only=True)
+    examples = serializers.SerializerMethodField()
 
     class Meta(ToolSerializer.Meta):
         # `definition` is the effective one (what the model and the gateway read);
-        # `server_definition` is exactly what the server sent; `overlay` is the admin's.
-        fields = ToolSerializer.Meta.fields + ["definition", "server_definition", "overlay", "sample_arguments", "findings"]
+        # `server_definition` is exactly what the server sent; `overlay` is the admin's; `examples`
+        # are what routing learns from: the admin's sample requests and support's corrections.
+        fields = ToolSerializer.Meta.fields + ["definition", "server_definition", "overlay", "sample_arguments", "findings",
+                                               "examples"]
+
+    @extend_schema_field(RoutingExampleSerializer(many=True))
+    def get_examples(self, tool):
+        return RoutingExampleSerializer(tool_examples(tool), many=True).data
 
 
 class OverlaySerializer(StrictSerializer):
@@ -119,6 +136,9 @@ class OverlaySerializer(StrictSerializer):
     capabilities = serializers.ListField(child=serializers.CharField(max_length=200), max_length=50, required=False, allow_null=True)
     description = serializers.CharField(max_length=5000, required=False, allow_blank=True, allow_null=True)
     level = serializers.ChoiceField(choices=[*Tool.Level.values, ""], required=False, allow_null=True)
+    # The admin's sample requests of the tool for routing (R6), replacing the previous ones ([] clears them)
+    examples = serializers.ListField(child=serializers.CharField(max_length=MAX_EXAMPLE_TEXT, allow_blank=False),
+                                     max_length=MAX_EXAMPLES, required=False)
 
 
 class AcceptSuggestionsSerializer(StrictSerializer):

@@ -2,13 +2,14 @@
 
 import uuid
 
+from django.db import transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from tools import overlays, selectors, services
+from tools import overlays, routing_examples, selectors, services
 from tools.api import serializers as s
 from tools.gateway import CallContext, call_tool, flush_records
 from tools.models import ToolCall
@@ -141,15 +142,21 @@ class ToolCallDetailView(generics.RetrieveAPIView):
 
 class ToolOverlayView(APIView):
     """The admin's contract overlay of one tool (issue 8): verb, capabilities, model-facing
-    description, level. Never sent to the server; the tool is certified again on its effective
-    definition."""
+    description, level, and the sample requests routing learns from (`examples`, issue 18). Never
+    sent to the server; the tool is certified again on its effective definition."""
 
     @extend_schema(request=s.OverlaySerializer, responses=s.ToolDetailSerializer)
     def patch(self, request, pk):
         tool = get_object_or_404(selectors.tools(), pk=pk)
         data = s.OverlaySerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        overlays.tool_set_overlay(tool=tool, changes=dict(data.validated_data), who=str(request.user))
+        changes = dict(data.validated_data)
+        examples = changes.pop("examples", None)
+        with transaction.atomic():
+            if changes or examples is None:
+                overlays.tool_set_overlay(tool=tool, changes=changes, who=str(request.user))
+            if examples is not None:
+                routing_examples.tool_set_examples(tool=tool, texts=examples, who=str(request.user))
         return Response(s.ToolDetailSerializer(get_object_or_404(selectors.tools(), pk=pk)).data)
 
 

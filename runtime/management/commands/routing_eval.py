@@ -1,12 +1,14 @@
-"""`manage.py routing_eval DATASET.jsonl --catalog CATALOG.json [--json]`: the cheap check (R6)
-measured on a labelled dataset (see runtime/routing/evaluation.py for both formats)."""
+"""`manage.py routing_eval DATASET.jsonl --catalog CATALOG.json [--examples EXAMPLES.jsonl] [--json]`: the
+cheap check (R6) measured on a labelled dataset, optionally with a tenant's examples (see
+runtime/routing/evaluation.py for the three formats). A bad line of any file stops it before anything
+is evaluated."""
 
 import json
 import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runtime.routing.evaluation import DatasetError, evaluate, load_catalog, load_dataset
+from runtime.routing.evaluation import DatasetError, evaluate, load_catalog, load_dataset, load_examples
 
 
 class Command(BaseCommand):
@@ -15,15 +17,21 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("dataset", help="JSON lines: id, messages, expected (tool name or null), lang, style")
         parser.add_argument("--catalog", required=True, help="JSON list of MCP tool definitions")
+        parser.add_argument("--examples", help='JSON lines {"tool": name or null, "text": …}: the tenant\'s examples')
         parser.add_argument("--json", action="store_true", help="print one JSON object")
         parser.add_argument("--misses", action="store_true", help="list the items decided wrongly")
 
-    def handle(self, *args, dataset, catalog, json: bool = False, misses: bool = False, **options):
+    def handle(self, *args, dataset, catalog, examples=None, json: bool = False, misses: bool = False, **options):
         try:
             with open(catalog, encoding="utf-8") as handle:
                 cards = load_catalog(handle.read())
+            names = {card.name for card in cards}
             with open(dataset, encoding="utf-8") as handle:
-                items = load_dataset(handle, {card.name for card in cards})
+                items = load_dataset(handle, names)
+            taught = []
+            if examples:
+                with open(examples, encoding="utf-8") as handle:
+                    taught = load_examples(handle, names)
         except OSError as exc:
             raise CommandError(f"{exc.filename}: {exc.strerror}") from exc
         except DatasetError as exc:
@@ -31,7 +39,7 @@ class Command(BaseCommand):
         if not items:
             raise CommandError("the dataset has no items")
         started = time.monotonic()
-        report = evaluate(cards, items)
+        report = evaluate(cards, items, taught)
         report["seconds"] = round(time.monotonic() - started, 2)
         if json:
             if not misses:
@@ -51,15 +59,19 @@ class Command(BaseCommand):
         write(f"  none                                        {c['none']['tool']:>5}  {c['none']['none']:>5}")
         write(f"candidates: top-1 {report['top1']}, recall@3 {report['recall_at_3']}, "
               f"routed (gate and top-1 right) {report['routed_accuracy']}")
-        for title, groups in (("by language", report["by_lang"]), ("by style", report["by_style"])):
+        write(f"harmful routes (no tool or a read tool needed, a tool that acts routed): {report['harmful_routes']} "
+              f"(share {report['harmful_share']}); tenant examples: {report['examples']}")
+        for title, groups in (("by language", report["by_lang"]), ("by style", report["by_style"]),
+                              ("follow-ups", {"all": report["follow_ups"]})):
             write(title + ":")
             for key, f in groups.items():
                 write(f"  {key:<16} n={f['n']:<4} gate={f['gate_accuracy']}  top1={f['top1']}  "
-                      f"recall@3={f['recall_at_3']}")
+                      f"recall@3={f['recall_at_3']}  harmful={f['harmful_routes']}")
         if misses:
             write("misses:")
             for miss in report["misses"]:
-                write(f"  {miss['id']}: expected {miss['expected']}, decided {miss['decided']} "
+                mark = " HARMFUL" if miss["harmful"] else ""
+                write(f"  {miss['id']}: expected {miss['expected']}, decided {miss['decided']}{mark} "
                       f"({miss['reason']}; {', '.join(miss['candidates'])})")
 
 
