@@ -25,6 +25,10 @@ the left-out figures say so.
 """
 
 import argparse
+import ast
+import contextlib
+import importlib
+import itertools
 import json
 import os
 import sys
@@ -40,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "asixto.settings")  # the language detector reads the settings
 django.setup()
 
-from runtime.routing import encoder, gate  # noqa: E402
+from runtime.routing import action, encoder, gate  # noqa: E402
 from runtime.routing.candidates import catalog_index  # noqa: E402
 from runtime.routing.evaluation import evaluate, load_catalog, load_dataset, load_examples  # noqa: E402
 from runtime.routing.words import normalise  # noqa: E402
@@ -48,9 +52,13 @@ from runtime.routing.words import normalise  # noqa: E402
 DATA = ROOT / "datasets"
 SUPPORT = ("asixto_soporte_dev.jsonl asixto_soporte_dev_extra.jsonl asixto_soporte_dev_extra2.jsonl "
            "asixto_soporte_heldout3.jsonl asixto_soporte_heldout5.jsonl")
-L2, STEPS, RATE = 10.0, 4000, 0.1
+L2, NEWTON_STEPS = 10.0, 50
 PROBE_L2 = 10.0  # the probes' penalty (512 inputs)
+ACTION_L2 = 1.0  # the action combination's penalty (a few inputs)
 MAX_CASCADE_ERRORS = 0.02  # share of dev items the cheap gate may decide wrongly on its own
+FIT_RANKER = True
+# Top-1/top-2 score margins the cascade band may ask for (scores are in the fitted weights' units: tens)
+MARGINS = (0.5, 1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0)  # fit the score's weights (else keep gate.py's)
 
 
 @dataclass
@@ -108,6 +116,9 @@ class Row:
     acts: bool | None  # its tool changes something (None: no tool)
     alone: bool  # a message of its own (no earlier messages)
     top_right: bool  # the cheap ranking's top-1 is the expected tool
+    expected: int | None  # the expected tool's place in its catalog
+    part: str  # its catalog (the ranker compares the tools of one catalog)
+    text: str  # the message as written
 
 
 _rows_cache: dict = {}
@@ -129,24 +140,33 @@ def rows_of(domain: Domain) -> list[Row]:
             if reading is None:
                 continue
             top = index.cards[int(np.argmax(gate.cheap_scores(reading.signals)))].name
+            position = [card.name for card in cards].index(item["expected"]) if item["expected"] else None
             rows.append(Row(domain.name, reading, use, item["expected"] is not None,
-                            levels.get(item["expected"]), len(item["messages"]) == 1, top == item["expected"]))
+                            levels.get(item["expected"]), len(item["messages"]) == 1, top == item["expected"],
+                            position, f"{domain.name}:{part.catalog}", item["messages"][-1]["content"]))
     _rows_cache[domain.name] = rows
     return rows
 
 
 def fit(x: np.ndarray, y: np.ndarray, weight: np.ndarray, l2: float = L2):
-    """Weighted logistic regression on standardised features (gradient descent); coefficients for raw ones."""
+    """Weighted logistic regression with an L2 penalty on standardised features (Newton's method: the same
+    optimum as gradient descent, in a few steps); coefficients and bias for the raw features."""
     mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
-    z = (x - mean) / scale
-    w, b = np.zeros(z.shape[1]), 0.0
-    for _ in range(STEPS):
-        p = 1 / (1 + np.exp(-(z @ w + b)))
-        g = (p - y) * weight
-        w -= RATE * (z.T @ g / weight.sum() + l2 * w / len(y))
-        b -= RATE * g.sum() / weight.sum()
-    coefficients = w / scale
-    return coefficients, b - float((w * mean / scale).sum())
+    z = np.hstack([(x - mean) / scale, np.ones((len(y), 1))])
+    penalty = np.full(z.shape[1], l2 / len(y))
+    penalty[-1] = 0.0  # the bias is not penalised
+    w = np.zeros(z.shape[1])
+    total = weight.sum()
+    for _ in range(NEWTON_STEPS):
+        p = 1 / (1 + np.exp(-np.clip(z @ w, -30, 30)))
+        gradient = z.T @ ((p - y) * weight) / total + penalty * w
+        hessian = (z * (weight * p * (1 - p))[:, None]).T @ z / total + np.diag(penalty + 1e-9)
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if np.abs(step).max() < 1e-7:
+            break
+    coefficients = w[:-1] / scale
+    return coefficients, float(w[-1] - (w[:-1] * mean / scale).sum())
 
 
 def balanced(groups: list[str], y: np.ndarray) -> np.ndarray:
@@ -198,13 +218,45 @@ def cascade_band(p, y, right, margin, talk, budget_share=MAX_CASCADE_ERRORS):
         if errors_low > budget / 2:
             break
         for high in np.arange(0.99, 0.5, -0.01):
-            for m in (0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0):
+            for m in MARGINS:
                 yes = (p >= high) & (margin >= m) & ~no & ~talk
                 errors = errors_low + int((yes & ((y == 0) | ~right)).sum())
                 settled = int((no | yes | talk).sum())
                 if errors <= budget and settled > best[3]:
                     best = (round(float(low), 2), round(float(high), 2), m, settled)
     return best
+
+
+RANK_L2, RANK_STEPS, RANK_RATE = 0.01, 600, 0.5
+
+
+def fit_ranker(rows: list[Row], readings: list, *, full: bool) -> tuple[float, ...]:
+    """The score's weights: a conditional logit (softmax over each catalog's tools) on the stand-alone requests,
+    each domain weighing the same. Only the weights' scale and direction matter, so columns are scaled, not centred."""
+    groups = {}
+    for row, reading in zip(rows, readings):
+        if row.alone and row.expected is not None:
+            groups.setdefault(row.part, []).append((row, gate.rank_features(reading.signals, full=full)))
+    domain_count = {}
+    for part, found in groups.items():
+        domain_count[found[0][0].domain] = domain_count.get(found[0][0].domain, 0) + len(found)
+    stacked = [(np.stack([f for _r, f in found]), np.array([r.expected for r, _f in found]),
+                np.array([1.0 / domain_count[r.domain] for r, _f in found])) for found in groups.values()]
+    scale = np.concatenate([x.reshape(-1, x.shape[-1]) for x, _y, _w in stacked]).std(axis=0) + 1e-6
+    total = sum(w.sum() for _x, _y, w in stacked)
+    w = np.zeros(len(scale))
+    for _ in range(RANK_STEPS):
+        gradient = RANK_L2 * w
+        for x, y, weight in stacked:
+            z = x / scale  # (items, tools, features)
+            logits = z @ w
+            logits -= logits.max(axis=1, keepdims=True)
+            p = np.exp(logits)
+            p /= p.sum(axis=1, keepdims=True)
+            expected = (p[:, :, None] * z).sum(axis=1) - z[np.arange(len(y)), y]
+            gradient += (weight[:, None] * expected).sum(axis=0) / total
+        w -= RANK_RATE * gradient
+    return tuple(round(float(v), 4) for v in w / scale)
 
 
 @dataclass
@@ -214,18 +266,41 @@ class Fitted:
     gate: tuple
     cheap: tuple
     band: tuple
+    cheap_weights: tuple = ()
+    full_weights: tuple = ()
+    combination: tuple = ()  # action.ACTION_COEFFICIENTS, ACTION_BIAS
 
 
 def fit_all(domains: list[Domain]) -> Fitted:
     rows = [row for domain in domains for row in rows_of(domain)]
-    request, action = fit_probe(rows, _request_label), fit_probe(rows, _action_label)
+    request, action_probe = fit_probe(rows, _request_label), fit_probe(rows, _action_label)
     # The request probe's feature out of fold (by domain): the gate learns what the probe says of unseen words.
     unseen = {}
     for domain in domains:
         others = [r for r in rows if r.domain != domain.name]
         probe = fit_probe(others, _request_label) if others else request
         unseen.update({id(r): log_odds(probe, r.use) for r in rows if r.domain == domain.name})
-    readings = [_with_probes(r, unseen[id(r)], log_odds(action, r.use)) for r in rows]
+    # The action probe out of fold too, and the combination with the grammar of the request fitted on those values.
+    action_unseen = {}
+    for domain in domains:
+        others = [r for r in rows if r.domain != domain.name]
+        probe = fit_probe(others, _action_label) if others else action_probe
+        action_unseen.update({id(r): log_odds(probe, r.use) for r in rows if r.domain == domain.name})
+    grammar = {id(r): action.features(r.text, r.reading.plain, action_unseen[id(r)]) for r in rows}
+    chosen = [r for r in rows if r.alone and r.acts is not None]
+    y_acts = np.array([float(r.acts) for r in chosen])
+    combination = fit(np.array([grammar[id(r)] for r in chosen]), y_acts, balanced([r.domain for r in chosen], y_acts),
+                      ACTION_L2)
+    acts = {key: float(np.clip(combination[1] + np.dot(combination[0], f), -30, 30)) for key, f in grammar.items()}
+    readings = [_with_probes(r, unseen[id(r)], acts[id(r)]) for r in rows]
+    right = np.mean([(acts[id(r)] > 0) == r.acts for r in chosen])
+    probe_right = np.mean([(action_unseen[id(r)] > 0) == r.acts for r in chosen])
+    print(f"# acts, out of fold: probe alone {probe_right:.3f}, with the grammar {right:.3f} on {len(chosen)} requests",
+          file=sys.stderr)
+    weights = (fit_ranker(rows, readings, full=False), fit_ranker(rows, readings, full=True)) if FIT_RANKER else (
+        gate.CHEAP_WEIGHTS, gate.FULL_WEIGHTS)
+    gate.CHEAP_WEIGHTS, gate.FULL_WEIGHTS = weights  # the gate's features read the scores
+    readings = [_with_probes(r, reading.request, reading.signals.acts) for r, reading in zip(rows, readings)]
     y = np.array([float(r.needs_tool) for r in rows])
     weight = balanced([r.domain for r in rows], y)
     full = fit(np.array([gate.gate_features(r) for r in readings]), y, weight)
@@ -234,7 +309,7 @@ def fit_all(domains: list[Domain]) -> Fitted:
     p = 1 / (1 + np.exp(-(xc @ cheap[0] + cheap[1])))
     margins = np.array([gate._margin(gate.cheap_scores(r.signals)) for r in readings])
     band = cascade_band(p, y, np.array([r.top_right for r in rows]), margins, np.array([r.is_small_talk for r in readings]))
-    return Fitted(request, action, full, cheap, band)
+    return Fitted(request, action_probe, full, cheap, band, *weights, combination)
 
 
 def _probe_file(probe, files: list[str]) -> str:
@@ -245,14 +320,18 @@ def _probe_file(probe, files: list[str]) -> str:
 
 def apply(fitted: Fitted, folder: Path, names: list[str]) -> None:
     """The check reads `fitted` from now on, in this process (the probes from files in `folder`)."""
-    for attribute, probe, filename in (("REQUEST_PROBE", fitted.request, "request"), ("ACTION_PROBE", fitted.action, "action")):
+    for owner, attribute, probe, filename in ((gate, "REQUEST_PROBE", fitted.request, "request"),
+                                             (action, "ACTION_PROBE", fitted.action, "action")):
         path = folder / f"{filename}_probe.json"
         path.write_text(_probe_file(probe, names))
-        setattr(gate, attribute, path)
-    gate._load_probe.cache_clear()
+        setattr(owner, attribute, path)
+    action._load.cache_clear()
+    action.ACTION_COEFFICIENTS = tuple(float(c) for c in fitted.combination[0])
+    action.ACTION_BIAS = float(fitted.combination[1])
     gate.GATE_COEFFICIENTS, gate.GATE_BIAS = tuple(float(c) for c in fitted.gate[0]), float(fitted.gate[1])
     gate.CHEAP_COEFFICIENTS, gate.CHEAP_BIAS = tuple(float(c) for c in fitted.cheap[0]), float(fitted.cheap[1])
     gate.CASCADE_LOW, gate.CASCADE_HIGH, gate.CASCADE_MARGIN = fitted.band[:3]
+    gate.CHEAP_WEIGHTS, gate.FULL_WEIGHTS = fitted.cheap_weights, fitted.full_weights
 
 
 def evaluate_domain(domain: Domain, *, examples: bool) -> dict:
@@ -270,6 +349,75 @@ def evaluate_domain(domain: Domain, *, examples: bool) -> dict:
     return {key: report[key] for key in keys} | {"misses": report["misses"]}
 
 
+def lodo(domains: list[Domain], options, settings: list[dict]) -> None:
+    """Each left-out domain's figures, fitted without it, for each setting of gate constants that the fit does
+    not read (the guard's and the examples' constants): one fit per fold, the check's readings memoised."""
+    tables = [{} for _setting in settings]
+    for left in domains:
+        if options.only and left.name not in options.only:
+            continue
+        others = [d for d in domains if d.name != left.name]
+        with tempfile.TemporaryDirectory() as folder:
+            apply(fit_all(others), Path(folder), [d.name for d in others])
+            memo = {}
+            for table, setting in zip(tables, settings):
+                for name, value in setting.items():
+                    _set(name, value)
+                # readings depend on the examples' constants (scores); the guard's are read after them
+                key = tuple((n, v) for n, v in setting.items() if n.startswith("EXAMPLE") or n == "W_EXAMPLE")
+                with _memoised_reads(memo.setdefault(key, {})):
+                    table[left.name] = evaluate_domain(left, examples=False)
+                    if options.examples:
+                        table[left.name + "+examples"] = evaluate_domain(left, examples=True)
+    for table, setting in zip(tables, settings):
+        _print_table(table, setting, options)
+
+
+def _set(name: str, value: str) -> None:
+    owner = gate if hasattr(gate, name) else sys.modules[__name__]
+    current = getattr(owner, name)
+    setattr(owner, name, value == "True" if isinstance(current, bool) else type(current)(value))
+
+
+@contextlib.contextmanager
+def _memoised_reads(memo: dict):
+    """`gate.read` remembers what it read (same index, texts, cascade) in `memo`, for one fit and one setting of
+    the constants a reading depends on."""
+    original = gate.read
+
+    def read(index, texts, *, cascade=True):
+        key = (id(index), tuple(texts), cascade)
+        if key not in memo:
+            memo[key] = (index, original(index, texts, cascade=cascade))
+        return list(memo[key][1])
+
+    gate.read = read
+    try:
+        yield
+    finally:
+        gate.read = original
+
+
+def _print_table(table: dict, setting: dict, options) -> None:
+    print(f"## {setting or 'as shipped'}")
+    for name, figures in table.items():
+        print(f"{name:<22} n={figures['n']:<4} gate={figures['gate_accuracy']:<6} top1={figures['top1']:<6} "
+              f"recall@3={figures['recall_at_3']:<6} harmful={figures['harmful_routes']} ({figures['harmful_share']}) "
+              f"ms median {figures['ms_median']}, p90 {figures['ms_p90']}")
+        if options.misses:
+            for miss in figures["misses"]:
+                print(f"    {miss}")
+    for suffix in ("", "+examples"):
+        new = [f for name, f in table.items() if name.split("+")[0] not in ("support", "bfcl")
+               and name.endswith(suffix) and ("+" in name) == bool(suffix)]
+        for key in ("gate_accuracy", "top1", "recall_at_3", "harmful_share"):
+            values = [f[key] for f in new if f[key] is not None]
+            if values:
+                worst = max(values) if key == "harmful_share" else min(values)
+                print(f"# new domains{suffix}' {key}: mean {np.mean(values):.3f}, worst {worst:.3f}")
+    sys.stdout.flush()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lodo", action="store_true", help="leave-one-domain-out figures")
@@ -279,36 +427,25 @@ def main():
     parser.add_argument("--write", action="store_true", help="fit on every dev domain and write the probes")
     parser.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
                         help="try another value of a constant of gate.py (W_LEVEL=1.5): for choosing it by --lodo")
+    parser.add_argument("--grid", nargs="*", default=[], metavar="NAME=V1,V2",
+                        help="--lodo for every combination of these values (rows read once)")
     options = parser.parse_args()
-    for assignment in options.set:
+    for assignment in options.set:  # before any message is read: "W_LEVEL=1.5", "lexicon.USE_OBJECT_GROUPS=True"
         name, value = assignment.split("=", 1)
-        if not hasattr(gate, name):
-            parser.error(f"gate.py has no constant {name}")
-        setattr(gate, name, type(getattr(gate, name))(value))
+        module_name, _dot, name = name.rpartition(".")
+        owner = importlib.import_module(f"runtime.routing.{module_name}") if module_name else (
+            gate if hasattr(gate, name) else sys.modules[__name__])
+        if not hasattr(owner, name):
+            parser.error(f"{owner.__name__} has no constant {name}")
+        current = getattr(owner, name)
+        setattr(owner, name, value == "True" if isinstance(current, bool) else
+                ast.literal_eval(value) if isinstance(current, tuple) else type(current)(value))
     domains = dev_domains()
     if options.lodo:
-        table = {}
-        for left in domains:
-            if options.only and left.name not in options.only:
-                continue
-            others = [d for d in domains if d.name != left.name]
-            with tempfile.TemporaryDirectory() as folder:
-                apply(fit_all(others), Path(folder), [d.name for d in others])
-                table[left.name] = evaluate_domain(left, examples=False)
-                if options.examples:
-                    table[left.name + "+examples"] = evaluate_domain(left, examples=True)
-        if len(table) > 1:
-            for key in ("gate_accuracy", "top1", "recall_at_3", "harmful_share"):
-                values = [f[key] for f in table.values() if f[key] is not None]
-                print(f"# {key}: mean {np.mean(values):.3f}, worst {min(values) if key != 'harmful_share' else max(values):.3f}")
-        for name, figures in table.items():
-            print(f"{name:<22} n={figures['n']:<4} gate={figures['gate_accuracy']:<6} top1={figures['top1']:<6} "
-                  f"recall@3={figures['recall_at_3']:<6} harmful={figures['harmful_routes']} ({figures['harmful_share']}) "
-                  f"ms median {figures['ms_median']}, p90 {figures['ms_p90']}")
-            if options.misses:
-                for miss in figures["misses"]:
-                    print(f"    {miss}")
-        print(json.dumps({name: {k: v for k, v in f.items() if k != "misses"} for name, f in table.items()}))
+        settings = [dict(pair.split("=", 1) for pair in combo) for combo in itertools.product(
+            *[[f"{name}={value}" for value in values.split(",")] for name, values in
+              (spec.split("=", 1) for spec in options.grid)])] if options.grid else [{}]
+        lodo(domains, options, settings)
     if options.write:
         fitted = fit_all(domains)
         names = [d.name for d in domains]
@@ -319,6 +456,10 @@ def main():
         print("CHEAP_COEFFICIENTS = (" + ", ".join(f"{c:.4f}" for c in fitted.cheap[0]) + ")")
         print(f"CHEAP_BIAS = {fitted.cheap[1]:.4f}")
         print(f"CASCADE_LOW, CASCADE_HIGH, CASCADE_MARGIN = {fitted.band[0]:.2f}, {fitted.band[1]:.2f}, {fitted.band[2]}")
+        print("ACTION_COEFFICIENTS = (" + ", ".join(f"{c:.4f}" for c in fitted.combination[0]) + ")")
+        print(f"ACTION_BIAS = {fitted.combination[1]:.4f}")
+        print(f"CHEAP_WEIGHTS = {fitted.cheap_weights}")
+        print(f"FULL_WEIGHTS = {fitted.full_weights}")
 
 
 if __name__ == "__main__":

@@ -122,8 +122,12 @@ class Example:
 
 
 def embed_examples(texts: list[str]) -> list[np.ndarray]:
-    """The USE vector of each example (normalised as a message is: the check compares them)."""
-    return list(encoder.embed([normalise(text) or text for text in texts])) if texts else []
+    """Each example's vectors as one row: USE (512) then e5 as a query (384), of the text normalised as a
+    message is (the check compares them with messages)."""
+    if not texts:
+        return []
+    plain = [normalise(text) or text for text in texts]
+    return list(np.hstack([encoder.embed(plain), encoder.embed_e5(plain, query=True)]))
 
 
 @dataclass
@@ -140,6 +144,7 @@ class CatalogIndex:
     language: str | None = None  # what the tools are written in, when clear ("es")
     # The tenant's examples of tools of this catalog (and of "no tool"): one row each
     examples_use: np.ndarray = field(default_factory=lambda: np.zeros((0, 512), np.float32))
+    examples_e5: np.ndarray = field(default_factory=lambda: np.zeros((0, 384), np.float32))
     examples_owner: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # tool, or -1: no tool
     # per tool: 1 where it changes something (write or destructive), 0 where it only reads
     acting: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
@@ -148,11 +153,17 @@ class CatalogIndex:
         return len(self.cards)
 
 
+VIEWS = 3  # per tool: verb, title + verb, what-it-does sentence (4: and the whole purpose, for the ablation)
+
+
 def _views(card: ToolCard) -> list[str]:
     verb = card.action
     title = card.title or name_words(card.name)
     first = re.split(r"(?<=[.!?])\s", card.purpose, maxsplit=1)[0] if card.purpose else title
-    return [verb, f"{title}: {verb}", first or verb]
+    views = [verb, f"{title}: {verb}", first or verb]
+    if VIEWS == 4:
+        views.append(f"{title}. {card.purpose}" if card.purpose else title)
+    return views
 
 
 def _inputs_view(card: ToolCard) -> str:
@@ -204,8 +215,9 @@ def embed_tools(cards: list[ToolCard]) -> list[ToolVectors]:
     vectors, start = [], 0
     for i, texts in enumerate(asks):
         end = start + len(texts)
-        vectors.append(ToolVectors(about=use[3 * i: 3 * i + 3], asks=use[3 * n + start: 3 * n + end],
-                                   about_e5=e5[3 * i: 3 * i + 3], inputs_e5=e5[3 * n + i], asks_e5=asks_e5[start:end]))
+        vectors.append(ToolVectors(about=use[VIEWS * i: VIEWS * i + VIEWS], asks=use[VIEWS * n + start: VIEWS * n + end],
+                                   about_e5=e5[VIEWS * i: VIEWS * i + VIEWS], inputs_e5=e5[VIEWS * n + i],
+                                   asks_e5=asks_e5[start:end]))
         start = end
     return vectors
 
@@ -226,9 +238,9 @@ def assemble(cards: list[ToolCard], vectors: list[ToolVectors], examples: list[E
         return np.concatenate(rows) if rows else np.zeros((0, width), dtype=np.float32)
 
     return CatalogIndex(
-        cards=list(cards), about=np.stack([v.about for v in vectors]) if vectors else np.zeros((0, 3, 512), np.float32),
+        cards=list(cards), about=np.stack([v.about for v in vectors]) if vectors else np.zeros((0, VIEWS, 512), np.float32),
         asks=stacked("asks", 512),
-        about_e5=np.stack([v.about_e5 for v in vectors]) if vectors else np.zeros((0, 3, 384), np.float32),
+        about_e5=np.stack([v.about_e5 for v in vectors]) if vectors else np.zeros((0, VIEWS, 384), np.float32),
         inputs_e5=np.stack([v.inputs_e5 for v in vectors]) if vectors else np.zeros((0, 384), np.float32),
         asks_e5=stacked("asks_e5", 384), asks_owner=np.array(owner, dtype=np.int64), weights=weights,
         kinds=[kind_of(card.action) for card in cards],
@@ -243,7 +255,8 @@ def _example_arrays(cards, examples, example_vectors) -> dict:
             if e.tool is None or e.tool in position]
     if not kept:
         return {}
-    return {"examples_use": np.stack([v for _o, v in kept]), "examples_owner": np.array([o for o, _v in kept], dtype=np.int64)}
+    return {"examples_use": np.stack([v[:512] for _o, v in kept]), "examples_e5": np.stack([v[512:] for _o, v in kept]),
+            "examples_owner": np.array([o for o, _v in kept], dtype=np.int64)}
 
 
 def build_index(cards: list[ToolCard], examples: list[Example] = ()) -> CatalogIndex:
@@ -335,14 +348,24 @@ def _per_example(index: CatalogIndex, cosines: np.ndarray) -> tuple[np.ndarray, 
     return best, float(none.max()) if len(none) else -1.0
 
 
+def _with_examples(index: CatalogIndex, asks: np.ndarray, example_cosines: np.ndarray) -> np.ndarray:
+    """A tool's closest request: of those built from its verb, and of the tenant's examples of it."""
+    tools = index.examples_owner >= 0
+    if tools.any():
+        np.maximum.at(asks, index.examples_owner[tools], example_cosines[tools])
+    return asks
+
+
 def signals(index: CatalogIndex, plain: str, use: np.ndarray, acts: float = 0.0) -> Signals:
     """The cheap signals: `plain` is the normalised message, `use` its USE vector, `acts` the log-odds
     that it asks to change something (the gate's action probe)."""
     asked = kinds_asked(plain)
-    example, example_none = _per_example(index, index.examples_use @ use)
+    example_cosines = index.examples_use @ use
+    example, example_none = _per_example(index, example_cosines)
     return Signals(
         example=example, example_none=example_none, acting=index.acting, acts=acts,
-        about=(index.about @ use).max(axis=1), asks=_best_per_tool(index, index.asks @ use),
+        about=(index.about @ use).max(axis=1), asks=_with_examples(index, _best_per_tool(index, index.asks @ use),
+                                                                   example_cosines),
         lexical=lexical(index, expand(stems(plain))),
         kind=np.array([1.0 if kind in asked else 0.0 for kind in index.kinds], dtype=np.float32),
         foreign=bool(asked) and not asked & set(index.kinds) and None not in index.kinds,
@@ -352,5 +375,5 @@ def signals(index: CatalogIndex, plain: str, use: np.ndarray, acts: float = 0.0)
 def with_e5(index: CatalogIndex, cheap: Signals, e5: np.ndarray) -> Signals:
     """The cheap signals completed with e5's, from the message's e5 vector (as a query)."""
     return replace(cheap, about_e5=(index.about_e5 @ e5).max(axis=1), inputs_e5=index.inputs_e5 @ e5,
-                   asks_e5=_best_per_tool(index, index.asks_e5 @ e5))
+                   asks_e5=_with_examples(index, _best_per_tool(index, index.asks_e5 @ e5), index.examples_e5 @ e5))
 

@@ -34,7 +34,7 @@ def _stored(cards: list[ToolCard]) -> dict[str, object]:
 
 def ready_index(cards: list[ToolCard], examples: list[Example] = ()) -> CatalogIndex | None:
     """The index of `cards` and the tenant's `examples` if the tools' vectors are ready; None (and a
-    build queued) if not. An example's vector (one USE encoding, milliseconds) is made here when
+    build queued) if not. An example's vectors (one USE and one e5 encoding) are made here when
     it is new, so what a tenant teaches counts from the next message on."""
     index = cached_index(cards, examples)
     if index is not None:
@@ -48,11 +48,12 @@ def ready_index(cards: list[ToolCard], examples: list[Example] = ()) -> CatalogI
 
 
 def _example_key(text: str) -> str:
-    return "routing-example:v1:" + hashlib.sha256(text.encode()).hexdigest()
+    return "routing-example:v2:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def example_vectors(texts: list[str]) -> list[np.ndarray]:
-    """The USE vector of each text: stored ones from the cache, new ones encoded and stored (raw float32)."""
+    """Each text's vectors (USE and e5, `candidates.embed_examples`): stored ones from the cache, new ones
+    encoded and stored (raw float32). A tenant's new example costs one encoding of each kind, once."""
     found = cache.get_many([_example_key(text) for text in texts])
     missing = list(dict.fromkeys(text for text in texts if _example_key(text) not in found))
     if missing:

@@ -63,9 +63,10 @@ def route_message(*, cards: list[ToolCard], conversation: list[dict], endpoint: 
         record["outcome"] = "unclear"
         return None, record
     card = by_name[facts.tool]
-    if card.acts and not acting_route_allowed(gate):
-        # a tool that acts is shown alone only when the check lets it through (`gate._guarded`), whichever
-        # candidate the router picked; else the turn runs unrouted, the model seeing every tool
+    if card.acts and not acting_route_allowed(gate, sure=card.name != gate.best):
+        # a tool that acts is shown alone only when the check lets it through (`gate._guarded`), and one the
+        # check did not put first only when the message clearly asks to act; else the turn runs unrouted, the
+        # model seeing every tool
         record["outcome"] = "acting tool held back"
         return None, record
     route = Route(tool=card.name, verb=card.verb or card.title or card.name, facts=facts,

@@ -23,7 +23,7 @@ def test_it_reports_the_correct_tool_rate_with_routing_off_and_on(tmp_path, db):
     "none" item; routing on, the routed step shows one tool and the stand-in calls it."""
     dataset = tmp_path / "items.jsonl"
     dataset.write_text("\n".join(json.dumps(item, ensure_ascii=False) for item in [
-        {"id": "a", "messages": [{"role": "user", "content": "¿Tienen routers wifi 6 disponibles?"}],
+        {"id": "a", "messages": [{"role": "user", "content": "Busco un router wifi 6, ¿cuánto cuesta?"}],
          "expected": "buscar_producto", "lang": "es"},
         {"id": "b", "messages": [{"role": "user", "content": "Gracias, eso era todo"}], "expected": None, "lang": "es"},
     ]), encoding="utf-8")

@@ -26,30 +26,11 @@ def route(*texts):
     return check(catalog_index(CARDS), conversation(*texts))
 
 
-def test_a_spanish_product_name_is_a_product_search_not_a_store_or_a_plan():
-    """R6: "¿Tienen routers?" names a thing, not a place: the catalog search, not the store finder
-    (its verb finds a place) nor the plan change (routers sound like internet plans)."""
-    result = route("¿Tienen routers?")
-    assert result.needs_tool and result.best == "buscar_producto"
-    assert route("hay oficinas en medellín").best == "buscar_tienda"
-    followed = route("Muéstrame cámaras WiFi", "Tenemos la Cámara de seguridad WiFi para interiores a $ 179.900.", "¿y en rojo?")
-    assert followed.needs_tool and followed.follow_up and followed.best == "buscar_producto"
-
-
 def test_a_follow_up_after_a_spanish_product_request_searches_the_catalog():
     """R6: "¿y algo parecido?" after asking for a product by its Spanish name is a product search,
     even though the words of the follow-up alone point nowhere."""
     result = route("¿Tienen el adaptador de red por la corriente?", "Ese producto está agotado.", "¿y algo parecido?")
     assert result.needs_tool and result.best == "buscar_producto"
-
-
-def test_a_spoken_fault_report_needs_a_tool_and_general_questions_do_not():
-    """R6: the calibrated gate: a voice transcript reporting a fault asks for a case; a question
-    about the world, a language or thanks with more words than "gracias" asks for nothing."""
-    result = route("o sea el internet se cae a cada rato")
-    assert result.needs_tool and result.best == "abrir_caso_soporte"
-    for text in ("¿Qué hora es en Japón?", "¿Hablas inglés?", "Listo, muchas gracias por la ayuda"):
-        assert not route(text).needs_tool, text
 
 
 def test_spanish_inflections_meet_the_tools_words():
@@ -71,27 +52,6 @@ def test_the_values_of_a_tools_enums_count_as_its_words():
     assert find.enum_words() == "Music Theater" and other.enum_words() == ""
     scores = lexical(catalog_index([find, other]), stems("any theater shows this weekend?"))
     assert scores[0] > 0 and scores[1] == 0
-
-
-def test_the_kind_of_action_asked_tells_asking_about_a_case_from_opening_one():
-    """R6: the verb cues: "¿qué ha pasado con…?" and "novedades" ask how a case goes (not to open
-    one, though "reclamo" and "caso" are words of both tools); "open a ticket" and "se me fue el
-    internet" report a fault, in English and in speech."""
-    for text in ("¿Qué ha pasado con mi reclamo SOP-7731?", "¿Hay novedades de mi caso?"):
-        result = route(text)
-        assert result.needs_tool and result.best == "consultar_caso", text
-    for text in ("Please open a ticket, the TV has no signal", "se me fue el internet otra vez"):
-        result = route(text)
-        assert result.needs_tool and result.best == "abrir_caso_soporte", text
-
-
-def test_asking_whether_a_product_is_still_in_stock_is_a_search():
-    """R6: "¿les quedan…?", "¿todavía venden…?", "in stock" ask the catalog for a product, in
-    chat and in speech, not to change a plan or a visit."""
-    for text in ("¿Les quedan cargadores USB-C de 30 W?", "eh todavía venden el parlante Flip 6",
-                 "Is the Galaxy Buds 3 in stock?"):
-        result = route(text)
-        assert result.needs_tool and result.best == "buscar_producto", text
 
 
 def test_a_request_of_a_kind_no_tool_does_needs_no_tool():
@@ -175,20 +135,6 @@ def test_an_email_address_answering_the_agent_continues_the_request():
     assert result.needs_tool and result.follow_up and result.best == "actualizar_datos_contacto"
 
 
-def test_a_word_of_the_customer_meets_the_tools_word_for_the_same_thing_in_either_language():
-    """R6: "email", "link" and "ticket" are the catalog's "correo", "enlace" and "caso" for word overlap
-    (the lexicon), so "I want to change my email address" updates the contact details rather than
-    changing the plan; a word of two common meanings ("case", "cambio") is expanded to nothing."""
-    index = catalog_index(CARDS)
-    names = [card.name for card in index.cards]
-    for word, tool in (("email", "actualizar_datos_contacto"), ("link", "generar_enlace_pago"), ("ticket", "consultar_caso")):
-        assert lexical(index, expand(stems(word)))[names.index(tool)] > 0, word
-        assert lexical(index, stems(word))[names.index(tool)] == 0, word
-    assert expand(stems("case cambio")) == stems("case cambio")
-    result = route("I want to change my email address")
-    assert result.needs_tool and result.best == "actualizar_datos_contacto"
-
-
 def test_the_thing_a_message_names_weighs_as_much_as_the_tools_action_word():
     """R6: customers name one action in many words ("cambié", "actualizar", "modificar"): the action word
     of a tool's verb ("cambiar el plan contratado") weighs no more than its description's words, so "cambié
@@ -197,20 +143,6 @@ def test_the_thing_a_message_names_weighs_as_much_as_the_tools_action_word():
     names = [card.name for card in index.cards]
     scores = lexical(index, stems("cambié mi correo"))
     assert scores[names.index("actualizar_datos_contacto")] > scores[names.index("cambiar_plan")] > 0
-
-
-def test_a_follow_up_that_names_its_own_tool_is_ranked_by_its_own_words():
-    """R6: a follow-up that asks for another tool clearly ("¿y me mandas el link?" after the bill, "¿y
-    cuándo pueden venir?" after a case) keeps only a small share of the earlier request in its ranking;
-    one that names no tool of its own ("¿y en rojo?") is still ranked with it."""
-    link = route("¿Cuánto debo este mes?", "Tu factura es de $ 120.500 y vence el 20.", "¿y me mandas el link?")
-    assert link.needs_tool and link.follow_up and link.best == "generar_enlace_pago"
-    visit = route("Se me dañó el módem", "Abrí el caso SOP-55.", "y cuándo pueden venir a revisarlo?")
-    assert visit.needs_tool and visit.best == "agendar_visita_tecnica"
-    plan = route("¿Cuánto me queda de datos?", "Te quedan 2 GB.", "y si me paso al plan de 20 gigas?")
-    assert plan.needs_tool and plan.best == "cambiar_plan"
-    red = route("Muéstrame cámaras WiFi", "Tenemos la Cámara WiFi para interiores a $ 179.900.", "¿y en rojo?")
-    assert red.follow_up and red.best == "buscar_producto"
 
 
 def test_asking_how_much_or_by_when_to_pay_asks_what_the_bill_says():
@@ -223,33 +155,6 @@ def test_asking_how_much_or_by_when_to_pay_asks_what_the_bill_says():
         assert result.needs_tool and result.best == "consultar_factura", text
     assert "pay" in kinds_asked(normalise("Quiero pagar la factura"))
     assert route("Quiero pagar la factura").best == "generar_enlace_pago"
-
-
-def test_changing_a_product_that_arrived_for_another_is_a_return():
-    """R6: "me llegó rota, la quiero cambiar por una nueva" returns the product; it changes no plan."""
-    text = "me llegó la licuadora rota y la quiero cambiar por una nueva"
-    assert kinds_asked(normalise(text)) & {"change", "return"} == {"return"}
-    result = route(text)
-    assert result.needs_tool and result.best == "solicitar_devolucion"
-    assert kinds_asked(normalise("Quiero cambiar mi plan")) & {"change", "return"} == {"change"}
-    assert route("Quiero cambiar mi plan por el de 500 megas").best == "cambiar_plan"
-
-
-def test_taking_note_of_the_agents_answer_asks_nothing_unless_it_goes_on():
-    """R6: after an answer (no question of the agent), "ah bueno, alcanza", "listo, mañana pago en el banco"
-    or "great, thanks" take note and need no tool, though they are short or name a payment; one that goes
-    on with a request, an order or a question, even without its mark as in speech, is still routed."""
-    balance = ("¿Cuánto debo?", "Tu saldo es de $ 89.900 y vence el 15.")
-    for conversation_ in (("¿Cuánto me queda de datos?", "Te quedan 1,2 GB de 10 GB.", "ah bueno, alcanza"),
-                          (*balance, "listo, mañana pago en el banco"),
-                          ("Where is my order 5512?", "It is on its way and arrives tomorrow.", "great, thanks")):
-        result = route(*conversation_)
-        assert not result.needs_tool and result.reason == "acknowledges the agent's answer", conversation_[-1]
-    for text, tool in (("listo, entonces mándame el enlace de pago", "generar_enlace_pago"),
-                       ("ok y cuándo vence la del mes pasado", "consultar_factura"),
-                       ("perfecto, quiero pagar ya", "generar_enlace_pago")):
-        result = route(*balance, text)
-        assert result.needs_tool and result.best == tool, text
 
 
 def test_asking_for_someone_to_help_is_a_handover_and_devuelvo_a_return():
@@ -266,8 +171,10 @@ def test_no_cue_leaves_a_gap_unbounded_on_the_customers_text():
     made "me llegó " × 3,000 cost seconds (quadratic backtracking); every gap is bounded."""
     from runtime.routing import gate, phrasings
 
-    patterns = [*phrasings._CUE_PATTERNS.values(), phrasings._ABOUT_PAYING, phrasings._EXCHANGE,
-                *(value for value in vars(gate).values() if isinstance(value, re.Pattern))]
+    from runtime.routing import action
+
+    patterns = [*phrasings._CUE_PATTERNS.values(), phrasings._ABOUT_PAYING, phrasings._DONE_BEFORE,
+                *(value for module in (gate, action) for value in vars(module).values() if isinstance(value, re.Pattern))]
     assert len(patterns) > 20
     for pattern in patterns:
         outside_classes = re.sub(r"\[[^\]]*\]", "", pattern.pattern)
@@ -293,21 +200,6 @@ def test_holding_on_a_question_about_the_chat_or_a_general_claim_need_no_tool():
         assert not route(text).needs_tool, text
 
 
-def test_cues_for_coverage_moving_a_visit_a_wrong_colour_and_noise_cancelling():
-    """R6: "¿llega la fibra al barrio…?" asks about coverage; "muévela para el miércoles" moves a visit;
-    "me llegó de otro color, la quiero cambiar" returns a product; "cancelación de ruido" is a feature of a
-    product, not a cancellation; "256 gigas" of a phone is its storage, not mobile data."""
-    assert "status" in kinds_asked(normalise("¿Llega la fibra al barrio Belén?"))
-    assert route("¿Llega la fibra al barrio Belén?").best == "consultar_cobertura"
-    moved = route("Agéndame el técnico el lunes", "Listo, quedó para el lunes.", "uy no, muévela para el miércoles")
-    assert moved.needs_tool and moved.best == "cancelar_visita_tecnica"
-    assert route("me llegó la chaqueta de otro color, la quiero cambiar").best == "solicitar_devolucion"
-    assert "cancel" not in kinds_asked(normalise("Busco unos audífonos con cancelación de ruido"))
-    assert route("Busco unos audífonos con cancelación de ruido").best == "buscar_producto"
-    phone = route("¿Cuánto vale el Galaxy A55?", "El Galaxy A55 de 128 GB está en $1.599.000.", "y el de 256 gigas?")
-    assert phone.needs_tool and phone.best == "buscar_producto"
-
-
 def test_the_request_probe_hears_a_request_in_either_language_whatever_the_catalog():
     """R6: the request probe (a linear read of the message's USE vector, fitted on the dev files' stand-alone
     messages) gives positive log-odds to requests and negative ones to thanks, opinions, how-to questions and
@@ -325,75 +217,18 @@ def test_the_request_probe_hears_a_request_in_either_language_whatever_the_catal
     assert all(value < 0 for value in said[len(asks):]), list(zip(nothing, said[len(asks):]))
 
 
-def test_an_answer_to_the_agents_question_carries_the_request_on():
-    """R6: "el jueves, en la mañana" to "¿Qué día le queda bien?" after "que me manden un técnico" books the
-    visit; an address given to "¿Cuál es la nueva dirección?" after a move updates the contact data (alone, an
-    address sounds like coverage); "sí, ya lo hice y sigue igual" to "¿Ya reinició el módem?" after a fault
-    opens a case; "el sábado mejor" to "¿Para qué fecha desea la visita?" books it too. A question of its own in
-    that place is routed by its own words."""
-    visit = route("Necesito que venga un técnico a revisar el cableado", "Claro. ¿Qué día le queda bien?",
-                  "el jueves, en la mañana")
-    assert visit.needs_tool and visit.follow_up and visit.best == "agendar_visita_tecnica"
-    moved = route("Me cambié de casa, necesito actualizar la dirección para la correspondencia",
-                  "Con gusto. ¿Cuál es la nueva dirección?",
-                  "Carrera 45 # 26-80, apartamento 301, Medellín")
-    assert moved.needs_tool and moved.best == "actualizar_datos_contacto"
-    fault = route("Se me fue el internet desde anoche", "Qué pena. ¿Ya reinició el módem?",
-                  "sí, ya lo hice dos veces y la luz sigue roja")
-    assert fault.needs_tool and fault.best == "abrir_caso_soporte"
-    # "¿Para qué fecha desea…?" asks for a detail, it offers nothing; "mejor" there is no redirect.
-    detail = route("Quiero que me instalen la fibra, ya me la aprobaron", "Perfecto. ¿Para qué fecha desea la visita?",
-                   "el sábado mejor, temprano")
-    assert detail.needs_tool and detail.follow_up and detail.best == "agendar_visita_tecnica"
-    other = route("Necesito que venga un técnico", "Claro. ¿Qué día le queda bien?", "¿Dónde queda la tienda más cercana?")
-    assert other.needs_tool and other.best == "buscar_tienda" and not other.follow_up
+def test_the_lexicon_translates_actions_not_a_business_s_things():
+    """R6 (issue 18): the words of one business's things ("ticket" = "caso", "link" = "enlace") are off (a
+    leave-one-domain-out run decides, datasets/README.md); the actions a request names still meet their
+    translation ("cancel" = "cancelar"), whatever the business."""
+    assert expand(stems("ticket link recibo")) == stems("ticket link recibo")
+    assert stems("cancelar")[0] <= expand(stems("cancel"))[0]
 
 
-def test_a_question_about_the_agents_answer_a_notice_or_a_hold_ask_nothing():
-    """R6: "¿o sea que…?" about what the agent just said, "no need to do anything" after a notice, "déjeme
-    buscar la cédula", and general how-to or recommendation questions ask no tool; "entonces, ¿me pueden mandar el
-    enlace?" still asks."""
-    assert not route("¿Cuántos datos me quedan?", "Te quedan 4 GB; el ciclo se renueva el 10.",
-                     "¿O sea que el 10 vuelvo a tener todo el paquete?").needs_tool
-    assert route("¿Cuánto debo?", "Debes $ 82.000; vence el 15.", "Entonces, ¿me pueden mandar el enlace para pagar?").needs_tool
-    for text in ("Just so you know I already paid at the store today, no need to do anything",
-                 "¿Cada cuánto es recomendable reiniciar el router?", "una pregunta general, cómo funciona la fibra óptica"):
-        assert not route(text).needs_tool, text
-    assert not route("Quiero saber mi saldo", "Claro, ¿me indica el número de documento?",
-                     "ya se lo paso, déjeme buscar la cédula").needs_tool
-    switched = route("¿Qué plan tengo?", "Tienes Fibra 300 megas por $ 95.000 al mes.", "ok, switch me to the 900 one then")
-    assert switched.needs_tool and switched.best == "cambiar_plan"
-
-
-def test_thanks_after_a_done_action_how_to_and_chat_questions_ask_nothing_past_cases_and_exchanges_route():
-    """R6: "de una, muchas gracias" after the agent did what was asked closes it (it does not lean on the request);
-    "¿cómo cambio la clave del wifi?" is a how-to, "¿este chat atiende los domingos?" and "¿usted es una
-    grabación?" are about the chat. "Abrí un reclamo hace ocho días y no me han respondido" asks how the case
-    goes, not for a new one; changing something bought because another came is a return; "el martes no puedo"
-    after a booked visit moves it."""
-    assert not route("Cámbiame el correo a luisa.m@gmail.com", "Listo, quedó actualizado tu correo.",
-                     "de una, muchas gracias").needs_tool
-    for text in ("¿Cómo cambio la clave del wifi?", "¿Este chat atiende los domingos?", "oiga usted es una grabación"):
-        assert not route(text).needs_tool, text
-    assert route("Abrí un reclamo hace ocho días y no me han respondido nada").best == "consultar_caso"
-    assert route("quiero cambiar unos audífonos que compré porque me mandaron el modelo equivocado").best == (
-        "solicitar_devolucion")
-    moved = route("Necesito que me instalen el internet", "Quedó agendada la visita para el martes en la mañana.",
-                  "uy, el martes no puedo, mejor el jueves")
-    assert moved.needs_tool and moved.best == "cancelar_visita_tecnica"
-
-
-def test_a_message_in_another_language_than_the_catalogs_is_read_knowing_it():
-    """R6: the index knows what its tools are written in (Spanish here, English for the BFCL tools); an English
-    status question to the Spanish desk ("where is my order?"), whose cosines across languages run lower, still
-    needs its tool, and a Spanish one is not marked as foreign."""
-    from runtime.routing.gate import read
-
-    index = catalog_index(CARDS)
-    bfcl = json.loads((CATALOG.parent / "bfcl_sgd_catalog.json").read_text())
-    assert index.language == "es" and catalog_index([ToolCard.from_definition(d) for d in bfcl[:6]]).language == "en"
-    english, spanish = read(index, ["where is my order", "dónde está mi pedido"], cascade=False)
-    assert english.other_language and not spanish.other_language
-    for text in ("where is my order", "Where's my package?", "how much do I owe you this month"):
-        result = route(text)
-        assert result.needs_tool and result.best in {"consultar_pedido", "consultar_factura"}, text
+def test_something_done_before_is_asked_about_whatever_it_was():
+    """R6 (issue 18): a past action of the customer's own ("hice una transferencia ayer…", "I placed an order…",
+    "solicité el reembolso…") is asked about (status), not done again, with no word of any business in the rule."""
+    for text in ("hice una transferencia ayer y todavía no le llega", "I placed an order last week and nothing came",
+                 "solicité el reembolso hace tres semanas y nada"):
+        assert kinds_asked(normalise(text)) == {"status"}, text
+    assert "pay" in kinds_asked(normalise("quiero hacer una transferencia"))
