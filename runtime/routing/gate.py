@@ -5,10 +5,14 @@ catalog index built once per catalog version (`candidates.py`). A tool's score a
 - what the message means next to what the tool is (its verb, title, purpose and inputs) and
   next to the requests built from its verb (`phrasings.py`), by both encoders;
 - the tool's words in the message (Snowball stems in Spanish and English, rare words and the
-  verb's object weigh more, enum values count, a customer's word meets the tool's word for the same
-  thing in either language: "link" = "enlace", `lexicon.py`), accents and fillers of speech folded
-  away (`words.py`), so chat text and voice transcripts look alike;
-- whether the message sounds like the kind of action of the tool's verb.
+  verb's object weigh more, enum values count, an action word meets its translation: "cancel" =
+  "cancelar", `lexicon.py`), accents and fillers of speech folded away (`words.py`), so chat text
+  and voice transcripts look alike;
+- whether the message sounds like the kind of action of the tool's verb, and how well the tool's
+  level (read, or acting: write or destructive) fits what the message asks (`action.py`);
+- the tenant's examples, as requests of their tools.
+The weights are fitted on the development domains (a conditional logit), chosen by leaving one domain
+out. Check is never do (`_guarded`): a message that asks to know is not routed to a tool that acts.
 Whether a tool is needed at all is a calibrated gate: a logistic regression over a few facts of
 the message (its best tool's score and margin, the encoders' best cosines, word overlap, how close it
 is to small talk, its length, whether it asks for a kind of action no tool does, whether it is phrased
