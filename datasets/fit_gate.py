@@ -374,9 +374,13 @@ def lodo(domains: list[Domain], options, settings: list[dict]) -> None:
 
 
 def _set(name: str, value: str) -> None:
-    owner = gate if hasattr(gate, name) else sys.modules[__name__]
-    current = getattr(owner, name)
-    setattr(owner, name, value == "True" if isinstance(current, bool) else type(current)(value))
+    """A constant of the check ("READ_MARGIN", "module.NAME") or of this script ("FIT_RANKER") set from text."""
+    module_name, _dot, name = name.rpartition(".")
+    owner = importlib.import_module(f"runtime.routing.{module_name}") if module_name else (
+        gate if hasattr(gate, name) else sys.modules[__name__])
+    current = getattr(owner, name)  # AttributeError: no such constant
+    setattr(owner, name, value == "True" if isinstance(current, bool) else
+            ast.literal_eval(value) if isinstance(current, tuple) else type(current)(value))
 
 
 @contextlib.contextmanager
@@ -426,20 +430,15 @@ def main():
     parser.add_argument("--misses", action="store_true", help="print the left-out domains' misses")
     parser.add_argument("--write", action="store_true", help="fit on every dev domain and write the probes")
     parser.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
-                        help="try another value of a constant of gate.py (W_LEVEL=1.5): for choosing it by --lodo")
+                        help="another value of a constant (READ_MARGIN=3, module.NAME=…), set before any message is read")
     parser.add_argument("--grid", nargs="*", default=[], metavar="NAME=V1,V2",
                         help="--lodo for every combination of these values (rows read once)")
     options = parser.parse_args()
-    for assignment in options.set:  # before any message is read: "W_LEVEL=1.5", "lexicon.USE_OBJECT_GROUPS=True"
-        name, value = assignment.split("=", 1)
-        module_name, _dot, name = name.rpartition(".")
-        owner = importlib.import_module(f"runtime.routing.{module_name}") if module_name else (
-            gate if hasattr(gate, name) else sys.modules[__name__])
-        if not hasattr(owner, name):
-            parser.error(f"{owner.__name__} has no constant {name}")
-        current = getattr(owner, name)
-        setattr(owner, name, value == "True" if isinstance(current, bool) else
-                ast.literal_eval(value) if isinstance(current, tuple) else type(current)(value))
+    for assignment in options.set:  # before any message is read: "READ_MARGIN=3", "lexicon.X=…"
+        try:
+            _set(*assignment.split("=", 1))
+        except AttributeError as exc:
+            parser.error(str(exc))
     domains = dev_domains()
     if options.lodo:
         settings = [dict(pair.split("=", 1) for pair in combo) for combo in itertools.product(

@@ -18,10 +18,11 @@ MAX_READ = 3000  # examples routing reads per tenant (newest first)
 def _clean(texts) -> list[str]:
     if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
         raise ApplicationError(_("The examples were not saved."), fields={"examples": [_("A list of texts.")]})
-    cleaned = []
+    cleaned, seen = [], set()
     for text in texts:
         text = " ".join(text.split())
-        if text and text.casefold() not in {c.casefold() for c in cleaned}:
+        if text and text.casefold() not in seen:
+            seen.add(text.casefold())
             cleaned.append(text)
     problems = []
     if len(cleaned) > MAX_PER_TOOL:

@@ -153,17 +153,14 @@ class CatalogIndex:
         return len(self.cards)
 
 
-VIEWS = 3  # per tool: verb, title + verb, what-it-does sentence (4: and the whole purpose, for the ablation)
+VIEWS = 3  # per tool: verb, title + verb, what-it-does sentence
 
 
 def _views(card: ToolCard) -> list[str]:
     verb = card.action
     title = card.title or name_words(card.name)
     first = re.split(r"(?<=[.!?])\s", card.purpose, maxsplit=1)[0] if card.purpose else title
-    views = [verb, f"{title}: {verb}", first or verb]
-    if VIEWS == 4:
-        views.append(f"{title}. {card.purpose}" if card.purpose else title)
-    return views
+    return [verb, f"{title}: {verb}", first or verb]
 
 
 def _inputs_view(card: ToolCard) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from runtime.routing import encoder
 from runtime.routing.candidates import Example, ToolCard, catalog_index
 from runtime.routing.gate import check
+from tools.routing_examples import MAX_TEXT as MAX_EXAMPLE_TEXT
 from tools.rules.annotations import READ
 
 
@@ -40,15 +41,20 @@ def load_catalog(text: str) -> list[ToolCard]:
     return [ToolCard.from_definition(d) for d in data]
 
 
-def load_dataset(lines, names: set[str]) -> list[dict]:
-    items = []
+def _json_lines(lines, where: str):
+    """(line number, object) of each non-blank line; a line that is not JSON stops it all, named."""
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            yield number, json.loads(line)
         except ValueError as exc:
-            raise DatasetError(f"line {number}: not JSON ({exc})") from exc
+            raise DatasetError(f"{where}line {number}: not JSON ({exc})") from exc
+
+
+def load_dataset(lines, names: set[str]) -> list[dict]:
+    items = []
+    for number, item in _json_lines(lines, ""):
         messages = item.get("messages") if isinstance(item, dict) else None
         if not isinstance(messages, list) or not messages or not all(
             isinstance(m, dict) and m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str)
@@ -65,23 +71,14 @@ def load_dataset(lines, names: set[str]) -> list[dict]:
     return items
 
 
-MAX_EXAMPLE_CHARS = 500
-
-
 def load_examples(lines, names: set[str]) -> list[Example]:
     """The examples of an EXAMPLES file; the first bad line stops it all (the error names it)."""
     examples = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except ValueError as exc:
-            raise DatasetError(f"examples line {number}: not JSON ({exc})") from exc
+    for number, item in _json_lines(lines, "examples "):
         if not isinstance(item, dict) or not isinstance(item.get("text"), str) or not item["text"].strip():
             raise DatasetError(f"examples line {number}: expected {{\"tool\": name or null, \"text\": \"…\"}} with a text")
-        if len(item["text"]) > MAX_EXAMPLE_CHARS:
-            raise DatasetError(f"examples line {number}: the text is longer than {MAX_EXAMPLE_CHARS} characters")
+        if len(item["text"]) > MAX_EXAMPLE_TEXT:
+            raise DatasetError(f"examples line {number}: the text is longer than {MAX_EXAMPLE_TEXT} characters")
         tool = item.get("tool")
         if tool is not None and tool not in names:
             raise DatasetError(f"examples line {number}: tool {tool!r} is not in the catalog")

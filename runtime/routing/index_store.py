@@ -54,6 +54,8 @@ def _example_key(text: str) -> str:
 def example_vectors(texts: list[str]) -> list[np.ndarray]:
     """Each text's vectors (USE and e5, `candidates.embed_examples`): stored ones from the cache, new ones
     encoded and stored (raw float32). A tenant's new example costs one encoding of each kind, once."""
+    if not texts:
+        return []
     found = cache.get_many([_example_key(text) for text in texts])
     missing = list(dict.fromkeys(text for text in texts if _example_key(text) not in found))
     if missing:
