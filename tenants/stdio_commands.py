@@ -6,8 +6,10 @@ management commands and the operator API go through here; the Django admin throu
 An approval fixes the program, its arguments and part of its environment (`fixed_env`); values
 there and in the arguments may hold `{workdir}`, the server's private persistent directory. It
 also declares the variables a tenant may set (`tenant_vars`), each plain or secret. A tenant can
-set only declared names, never one the operator fixed, and never one that changes how a program
-is loaded (PATH, LD_*, NODE_OPTIONS…), even if an operator declared it by mistake.
+set only declared names, never one the operator fixed, and never one that changes what a program
+runs, loads or connects to (`UNSAFE_NAMES`, `UNSAFE_PREFIXES`: shells, Python, Node/npm, Java,
+Git, OpenSSL, proxies, locale loaders…), even if an operator declared it by mistake; a tenant's
+names are upper case (`TENANT_NAME`).
 """
 
 import re
@@ -19,21 +21,50 @@ from django.utils.translation import gettext as _
 from asixto.errors import ApplicationError
 from tenants.models import ApprovedCommand
 
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")  # a name an operator may fix
+TENANT_NAME = re.compile(r"[A-Z][A-Z0-9_]{0,127}")  # a name a tenant may be allowed to set
 MAX_VARS = 50
 MAX_ARGS = 50
 MAX_VALUE_CHARS = 4000
 WORKDIR = "{workdir}"
-# Names that decide which code a program loads or how a shell starts: never a tenant's to set.
+# What a tenant may set is an allow-list (issue 19, H1): a name the operator declared, of the form
+# TENANT_NAME, and none of the names below, which common runtimes read to decide what code runs,
+# which options, configuration or libraries they load, or where they connect. The operator's
+# declaration is refused for them too; the launch drops them from an approval made before a name
+# joined this list.
 UNSAFE_NAMES = frozenset({
-    "PATH", "HOME", "SHELL", "IFS", "ENV", "BASH_ENV", "NODE_OPTIONS", "NODE_PATH", "PYTHONPATH", "PYTHONHOME",
-    "PYTHONSTARTUP", "PYTHONINSPECT", "PERL5OPT", "PERL5LIB", "RUBYOPT", "RUBYLIB", "GCONV_PATH", "LOCPATH",
+    # shells and the C library
+    "PATH", "HOME", "SHELL", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "PS1", "PS2", "PS3", "PS4",
+    "PROMPT_COMMAND", "CDPATH", "GLOBIGNORE", "FPATH", "ZDOTDIR", "HISTFILE", "TMPDIR", "TMP", "TEMP", "EDITOR",
+    "VISUAL", "PAGER", "MANPAGER", "BROWSER", "LESSOPEN", "LESSCLOSE", "SUDO_ASKPASS", "SSH_ASKPASS",
+    "SSH_AUTH_SOCK", "TERMINFO", "TERMINFO_DIRS", "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN", "RESOLV_HOST_CONF",
+    "TZDIR", "LOCPATH", "NLSPATH", "GCONV_PATH", "LANG", "LANGUAGE", "LC_ALL", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS",
+    "XDG_DATA_HOME", "XDG_DATA_DIRS", "XDG_RUNTIME_DIR", "GNUPGHOME", "KUBECONFIG", "DOCKER_HOST", "DOCKER_CONFIG",
+    # interpreters and their package managers
+    "VIRTUAL_ENV", "CONDA_PREFIX", "PERLLIB", "RUBYOPT", "RUBYLIB", "CLASSPATH", "JAVA_HOME", "JAVA_OPTS",
+    "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "PHPRC", "PHP_INI_SCAN_DIR", "GOFLAGS", "GOROOT", "GOPATH", "GOPROXY",
+    "GOTOOLCHAIN", "GOENV", "GODEBUG", "GOEXPERIMENT", "GOINSECURE", "GONOSUMDB", "GONOSUMCHECK", "GOPRIVATE",
+    "RUSTFLAGS", "RUSTC", "RUSTC_WRAPPER", "RUSTUP_HOME", "LUA_PATH", "LUA_CPATH", "LUA_INIT", "TCLLIBPATH",
+    "R_HOME", "R_LIBS", "R_PROFILE", "R_ENVIRON", "ERL_FLAGS", "ERL_LIBS", "ERL_AFLAGS", "ERL_ZFLAGS",
+    "ELIXIR_ERL_OPTIONS",
+    # TLS and proxies: where a program connects and whom it trusts
+    "OPENSSL_CONF", "OPENSSL_ENGINES", "OPENSSL_MODULES", "SSL_CERT_FILE", "SSL_CERT_DIR", "SSLKEYLOGFILE",
+    "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "CURL_HOME", "WGETRC", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+    "NO_PROXY", "FTP_PROXY", "GRPC_PROXY", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE", "GOOGLE_APPLICATION_CREDENTIALS", "BOTO_CONFIG",
 })
-UNSAFE_PREFIXES = ("LD_", "DYLD_", "MALLOC_", "GLIBC_")
+UNSAFE_PREFIXES = (
+    "LD_", "DYLD_", "MALLOC_", "GLIBC_", "BASH_FUNC_", "PYTHON", "PIP_", "UV_", "CONDA_", "NODE_", "NPM_CONFIG_",
+    "YARN_", "PNPM_", "COREPACK_", "BUN_", "DENO_", "PERL", "GEM_", "BUNDLE_", "JAVA_", "JDK_", "MAVEN_", "GRADLE_",
+    "GIT_", "CGO_", "CARGO_", "DOTNET_", "COMPLUS_", "CORECLR_", "LC_", "OPENSSL_", "GCONV_", "XDG_", "SYSTEMD_",
+    "DBUS_", "LIBVA_", "GTK_", "QT_", "ELECTRON_", "CHROME_", "PLAYWRIGHT_", "PUPPETEER_",
+)
 
 
 def is_unsafe_name(name: str) -> bool:
-    return name.upper() in UNSAFE_NAMES or name.upper().startswith(UNSAFE_PREFIXES)
+    """True unless a tenant may be allowed to set `name` (then the approval must still declare it)."""
+    return (not isinstance(name, str) or not TENANT_NAME.fullmatch(name) or name in UNSAFE_NAMES
+            or name.startswith(UNSAFE_PREFIXES))
 
 
 def value_problem(name: str, value) -> str | None:
@@ -98,6 +129,8 @@ def command_problems(command: ApprovedCommand) -> dict[str, list[str]]:
             add("tenant_vars", _("This variable is listed twice: %(name)s") % {"name": name})
         elif name in fixed:
             add("tenant_vars", _("%(name)s has a fixed value; tenants cannot set it.") % {"name": name})
+        elif not TENANT_NAME.fullmatch(name):
+            add("tenant_vars", _("A variable tenants set is named in capitals, digits and _: %(name)s") % {"name": name})
         elif is_unsafe_name(name):
             add("tenant_vars", _("%(name)s decides which code runs; tenants cannot set it.") % {"name": name})
         seen.add(name)

@@ -69,6 +69,7 @@ def test_operators_approve_list_change_and_disable_commands_through_the_api(oper
     ({"tenant_vars": [{"name": "LD_PRELOAD"}]}, "tenant_vars", "decides which code runs"),
     ({"tenant_vars": [{"name": "NODE_OPTIONS", "secret": False}]}, "tenant_vars", "decides which code runs"),
     ({"tenant_vars": [{"name": "A"}, {"name": "A"}]}, "tenant_vars", "listed twice"),
+    ({"tenant_vars": [{"name": "region"}]}, "tenant_vars", "in capitals"),
     ({"tenant_vars": ["API_TOKEN"]}, "tenant_vars", "Each variable is"),
     ({"tenant_vars": [{"name": "BAD NAME"}]}, "tenant_vars", "Each variable is"),
     ({"fixed_env": {"A=B": "x"}}, "fixed_env", "Not a valid variable name"),
@@ -81,6 +82,23 @@ def test_it_refuses_an_approval_that_breaks_a_rule(operator, change, field, says
     refused = send(operator, "post", "/api/v1/operator/stdio-commands", {**MEMORY, **change})
     assert refused.status_code == 400, refused.content
     assert says in json.dumps(refused.json()["error"]["fields"][field]), refused.content
+    assert not ApprovedCommand.objects.exists()
+
+
+# Each was accepted before issue 19 and changes what a common runtime runs or where it connects;
+# SHELLOPTS=xtrace with PS4='$(…)' ran a tenant's command through a bash wrapper (H1).
+RUNTIME_NAMES = ["SHELLOPTS", "PS4", "BASH_FUNC_x%%", "GIT_SSH_COMMAND", "GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0",
+                 "GIT_CONFIG_VALUE_0", "PYTHONWARNINGS", "PYTHONUSERBASE", "JAVA_TOOL_OPTIONS", "NPM_CONFIG_PREFIX",
+                 "OPENSSL_CONF", "HTTPS_PROXY", "NODE_EXTRA_CA_CERTS", "LC_ALL", "TMPDIR", "PERL5DB", "CARGO_HOME"]
+
+
+@pytest.mark.parametrize("name", RUNTIME_NAMES)
+def test_it_refuses_to_let_tenants_set_a_name_runtimes_read(operator, name):
+    """M3, issue 19 H1: a tenant variable is an allow-list; an operator cannot declare a name that
+    a shell, Python, Node, Java, Git, OpenSSL or a proxy-aware client reads to decide what runs."""
+    refused = send(operator, "post", "/api/v1/operator/stdio-commands", {**MEMORY, "tenant_vars": [{"name": name}]})
+    assert refused.status_code == 400, refused.content
+    assert "tenant_vars" in refused.json()["error"]["fields"]
     assert not ApprovedCommand.objects.exists()
 
 

@@ -14,11 +14,13 @@ import pytest
 from django.db import connection
 from django.utils import translation
 
+from tenants.models import ApprovedCommand
 from tenants.stdio_commands import approved_command_create
 from tests.tools.gateway_support import certified_tool
 from tools import mcp
 from tools.models import McpServer, ToolCall
 from tools.servers import server_target
+from tools.stdio_launch import STDIO_ENV
 
 ECHO = str(Path(__file__).resolve().parents[1] / "support" / "env_echo_server.py")
 SECRET = "eco-Kq7wP2xV9nR4tZ8m"
@@ -138,3 +140,37 @@ def test_a_secret_variable_reaches_the_child_and_nowhere_else(alpha, caplog):
     }
     for where, text in seen.items():
         assert SECRET not in text, f"the secret in the {where}"
+
+
+def test_the_launch_passes_only_safe_declared_names_and_never_over_a_fixed_or_platform_one(alpha):
+    """M3, issue 19 H1 (and its surviving mutants): at launch a stored value reaches the child only
+    if the approval declares its name now and the name is one tenants may set; it never replaces
+    a fixed value or the platform's own. An approval stored before a name became unsafe (written
+    here past the checks) still cannot pass it on."""
+    command = approve_echo()
+    ApprovedCommand.objects.filter(pk=command.pk).update(tenant_vars=[
+        *command.tenant_vars, {"name": "SHELLOPTS", "secret": False}, {"name": "ECO_MODE", "secret": False},
+        {"name": "PATH", "secret": False}, {"name": "PS4", "secret": True}])
+    tool = certified_tool(alpha, None, transport="stdio", command="eco", slug="eco", timeout=CEILING)
+    with alpha.schema():
+        McpServer.objects.filter(pk=tool.server_id).update(
+            env_values={"ECO_REGION": "co", "SHELLOPTS": "xtrace", "ECO_MODE": "mine", "PATH": "/tmp/evil", "OTHER": "x"},
+            env_secrets=json.dumps({"ECO_TOKEN": SECRET, "PS4": "$(id)"}))
+        env = server_target(McpServer.objects.get(pk=tool.server_id)).env
+    assert env["ECO_REGION"] == "co" and env["ECO_TOKEN"] == SECRET
+    assert env["ECO_MODE"] == "fixed" and env["PATH"] == STDIO_ENV["PATH"]
+    assert not {"SHELLOPTS", "PS4", "OTHER"} & set(env)
+
+    connection.set_schema_to_public()
+    ApprovedCommand.objects.filter(pk=command.pk).update(tenant_vars=[{"name": "ECO_TOKEN", "secret": True}])
+    with alpha.schema():
+        env = server_target(McpServer.objects.get(pk=tool.server_id)).env
+    assert "ECO_REGION" not in env and env["ECO_TOKEN"] == SECRET  # no longer declared: no longer passed
+
+    connection.set_schema_to_public()
+    ApprovedCommand.objects.filter(pk=command.pk).update(tenant_vars=[])
+    with alpha.schema():
+        env = server_target(McpServer.objects.get(pk=tool.server_id)).env
+        refused = patch(alpha.api(), f"/api/v1/servers/{tool.server_id}", {"env": {"ANY_NAME": "x"}})
+    assert "ECO_TOKEN" not in env and "ECO_REGION" not in env
+    assert refused.status_code == 400 and "ANY_NAME" in json.dumps(refused.json()["error"]["fields"]["env"])
