@@ -159,6 +159,8 @@ CACHES = {
         # Cache keys carry the tenant schema so no tenant ever reads another's entry (T1).
         "KEY_FUNCTION": "django_tenants.cache.make_key",
         "REVERSE_KEY_FUNCTION": "django_tenants.cache.reverse_key",
+        # JSON and bytes, never pickle: a value written into Redis is data, not code (issue 19).
+        "OPTIONS": {"serializer": "asixto.cache.Serializer"},
     }
 }
 
@@ -171,6 +173,8 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_RESULT_ACCEPT_CONTENT = ["json"]  # no pickle from the broker or the result store (issue 19)
 # tenant-schemas-celery reads the task's Tenant row before every task; a worker keeps it this many
 # seconds instead (P4: a row read and a model built per turn). A change to a tenant's settings
 # (model endpoint, key, budgets, instructions) reaches tasks within this bound.

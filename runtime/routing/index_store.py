@@ -9,14 +9,16 @@ the stored vectors (milliseconds), else None — the turn then proceeds unrouted
 queued (once, whatever the number of turns asking meanwhile).
 """
 
+import dataclasses
 import hashlib
-import pickle
+import io
+import zipfile
 
 import numpy as np
 from django.core.cache import cache
 
-from runtime.routing.candidates import (CatalogIndex, Example, ToolCard, assemble, cached_index, embed_examples, embed_tools,
-                                        keep_index)
+from runtime.routing.candidates import (CatalogIndex, Example, ToolCard, ToolVectors, assemble, cached_index, embed_examples,
+                                        embed_tools, keep_index)
 
 VECTORS_TTL = 30 * 24 * 3600  # a tool definition no catalog uses any more leaves after a month
 QUEUED_TTL = 300  # a queued build is not queued again for this long
@@ -24,12 +26,28 @@ QUEUED_KEY = "routing-index-queued"
 
 
 def _key(card: ToolCard) -> str:
-    return "routing-tool:v1:" + hashlib.sha256(f"{card.name}\0{card.digest}".encode()).hexdigest()
+    return "routing-tool:v2:" + hashlib.sha256(f"{card.name}\0{card.digest}".encode()).hexdigest()
 
 
-def _stored(cards: list[ToolCard]) -> dict[str, object]:
+def _packed(vectors: ToolVectors) -> bytes:
+    # numpy's own array format: data only (no pickle), read back with allow_pickle=False.
+    buffer = io.BytesIO()
+    np.savez(buffer, **{field.name: getattr(vectors, field.name) for field in dataclasses.fields(ToolVectors)})
+    return buffer.getvalue()
+
+
+def _unpacked(raw) -> ToolVectors | None:
+    try:
+        with np.load(io.BytesIO(raw), allow_pickle=False) as arrays:
+            return ToolVectors(**{field.name: arrays[field.name] for field in dataclasses.fields(ToolVectors)})
+    except (ValueError, KeyError, OSError, EOFError, TypeError, zipfile.BadZipFile):
+        return None  # not ours: a miss, built again
+
+
+def _stored(cards: list[ToolCard]) -> dict[str, ToolVectors]:
     found = cache.get_many([_key(card) for card in cards])
-    return {key: pickle.loads(raw) for key, raw in found.items()}
+    unpacked = {key: _unpacked(raw) for key, raw in found.items()}
+    return {key: vectors for key, vectors in unpacked.items() if vectors is not None}
 
 
 def ready_index(cards: list[ToolCard], examples: list[Example] = ()) -> CatalogIndex | None:
@@ -56,7 +74,7 @@ def example_vectors(texts: list[str]) -> list[np.ndarray]:
     encoded and stored (raw float32). A tenant's new example costs one encoding of each kind, once."""
     if not texts:
         return []
-    found = cache.get_many([_example_key(text) for text in texts])
+    found = {key: raw for key, raw in cache.get_many([_example_key(text) for text in texts]).items() if isinstance(raw, bytes)}
     missing = list(dict.fromkeys(text for text in texts if _example_key(text) not in found))
     if missing:
         made = {_example_key(text): v.astype(np.float32).tobytes() for text, v in zip(missing, embed_examples(missing))}
@@ -70,8 +88,7 @@ def store_vectors(cards: list[ToolCard]) -> int:
     stored = _stored(cards)
     missing = list({_key(card): card for card in cards if _key(card) not in stored}.values())
     vectors = embed_tools(missing)
-    cache.set_many({_key(card): pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL) for card, v in zip(missing, vectors)},
-                   timeout=VECTORS_TTL)
+    cache.set_many({_key(card): _packed(v) for card, v in zip(missing, vectors)}, timeout=VECTORS_TTL)
     return len(missing)
 
 

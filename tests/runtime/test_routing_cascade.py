@@ -3,6 +3,8 @@ decided by the cheap signals (USE, stems, verb kinds) without the costly e5 enco
 one reads e5 too. The catalog's vectors are built by a Celery task queued after a sync; a turn
 that finds them missing proceeds unrouted at once instead of waiting."""
 
+import pickle
+
 import pytest
 from django.core.cache import cache
 
@@ -88,3 +90,24 @@ def test_a_sync_that_changes_the_catalog_queues_the_index_build_only_where_routi
     queued = [callback for callback in callbacks
               if getattr(getattr(callback, "__self__", None), "name", None) == routing_index_build.name]
     assert len(queued) == (1 if routing else 0)
+
+
+def test_stored_vectors_are_data_and_a_planted_pickle_is_built_again(soporte_synced, tmp_path):
+    """Issue 19 H1: a tool's stored vectors are numpy arrays read with pickles refused; a pickle
+    planted in their key runs nothing, reads as missing, and the next build replaces it."""
+    from runtime.routing import candidates
+    from tests.test_cache import Planted
+
+    marker = tmp_path / "ran"
+    with soporte_synced.schema():
+        cards = live_cards()
+        routing_index_build()
+        raw = cache._cache.get_client(write=True)
+        raw.set(cache.make_and_validate_key(_key(cards[0])), pickle.dumps(Planted(str(marker))))
+        cache.set(_key(cards[1]), pickle.dumps(Planted(str(marker))))  # as bytes the serializer keeps
+        with candidates._cache_lock:
+            candidates._cache.clear()
+        cache.delete(QUEUED_KEY)
+        assert ready_index(cards) is None and not marker.exists()
+        routing_index_build()
+        assert ready_index(cards) is not None and not marker.exists()
