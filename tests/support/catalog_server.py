@@ -51,6 +51,8 @@ from mcp.server.stdio import stdio_server
 PIDFILE_VAR = "ASIXTO_TEST_PIDFILE"
 # With --introspect: the pid of a process whose /proc environment the server tries to read.
 PEEK_VAR = "ASIXTO_TEST_PEEK_PID"
+# With --introspect: `host:port` and Unix socket paths (comma-separated) the server tries to connect to.
+REACH_VAR = "ASIXTO_TEST_REACH"
 SECRET_VAR = "ASIXTO_TEST_TOKEN"
 SERVER_NAME = "asixto-test-catalog"
 
@@ -139,6 +141,7 @@ def _introspection_tool() -> dict[str, Any]:
             "com.example/cwdWritable": os.access(os.getcwd(), os.W_OK),
             "com.example/capabilities": _effective_capabilities(),
             "com.example/peek": {pid: _peek(pid) for pid in (os.environ.get(PEEK_VAR), str(os.getppid())) if pid},
+            "com.example/reach": {where: _reach(where) for where in os.environ.get(REACH_VAR, "").split(",") if where},
         },
     }
 
@@ -146,6 +149,23 @@ def _introspection_tool() -> dict[str, Any]:
 def _effective_capabilities() -> str:
     with open("/proc/self/status") as status:
         return next(line.split()[1] for line in status if line.startswith("CapEff:"))
+
+
+def _reach(where: str) -> str:
+    """What connecting to `where` (host:port, or a socket path) gives: "connected" or why not."""
+    import socket
+
+    try:
+        if where.startswith("/"):
+            with socket.socket(socket.AF_UNIX) as unix:
+                unix.settimeout(5)
+                unix.connect(where)
+        else:
+            host, port = where.rsplit(":", 1)
+            socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+        return "connected"
+    except OSError as exc:
+        return f"refused: {exc.strerror or exc}"
 
 
 def _peek(pid: str) -> str:

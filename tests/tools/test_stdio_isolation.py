@@ -10,11 +10,13 @@ import json
 import os
 import pwd
 import signal
+import socket
 import stat
 import subprocess
 import sys
 from contextlib import suppress
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import mcp
 import pytest
@@ -159,3 +161,37 @@ def test_nothing_a_server_started_outlives_it(tmp_path, how, behaviour):
         for pidfile in (helper_pidfile, server_pidfile):
             with suppress(OSError, ValueError):
                 os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only a platform running as root runs servers as users it can fence")
+def test_a_server_cannot_reach_the_platforms_database_or_redis(monkeypatch, settings):
+    """Issue 19 H1: a stdio server running as a tenant uid gets no TCP connection to the
+    platform's PostgreSQL and Redis ports (IPv4 and IPv6 loopback) and finds no PostgreSQL socket,
+    while a loopback port that is not the platform's still answers it (the fence is targeted)."""
+    from tests.support.catalog_server import REACH_VAR
+
+    found = interpreter_for_others()
+    if found is None:
+        pytest.skip("no Python here that an unprivileged user may run with the SDK")
+    python, env = found
+    settings.ASIXTO_STDIO_UID_BASE = 300000
+    settings.ASIXTO_STDIO_FENCE = True
+    database = settings.DATABASES["default"]
+    redis_port = urlsplit(settings.CACHES["default"]["LOCATION"]).port or 6379
+    db_socket = f"/var/run/postgresql/.s.PGSQL.{database.get('PORT') or 5432}"
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        other_port = other.getsockname()[1]
+        places = [f"127.0.0.1:{database.get('PORT') or 5432}", f"127.0.0.1:{redis_port}", f"[::1]:{redis_port}",
+                  f"127.0.0.1:{other_port}", db_socket]
+        target = ServerTarget(transport="stdio", argv=(python, SCRIPT, "--introspect"),
+                              env={**env, REACH_VAR: ",".join(places)}, timeout=CEILING, user=(300001, 300001))
+        (tool,) = list_tools(target)
+    reach = tool["_meta"]["com.example/reach"]
+    assert reach[f"127.0.0.1:{other_port}"] == "connected", reach
+    for place in places:
+        if place != f"127.0.0.1:{other_port}":
+            assert reach[place].startswith("refused"), (place, reach)
+    assert "No such file" in reach[db_socket] or not Path(db_socket).exists()
+    assert Path(db_socket).exists() or not Path("/var/run/postgresql").exists()  # hidden from the server only

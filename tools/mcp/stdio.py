@@ -18,6 +18,8 @@ small supervisor (tools/mcp/stdio_supervisor.py) in a session of its own:
   to the empty string it keeps the platform's user (development and tests), without any
   capability, and the platform's processes are non-dumpable (asixto/process.py), so it still
   cannot read their environment or memory.
+- It cannot reach the platform's database and Redis: as root, its uid is fenced off their ports
+  and their socket directories are hidden from it (tools/mcp/fence.py).
 
 stdout is read line by line into the SDK's message streams. One message may be at most
 `target.max_response_bytes` (the gateway's ASIXTO_MAX_RESULT_BYTES; `MAX_MESSAGE_BYTES` when the
@@ -58,6 +60,7 @@ from anyio.abc import Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
+from tools.mcp import fence
 from tools.mcp.errors import redact, shorten
 from tools.mcp.target import ServerTarget
 
@@ -149,8 +152,9 @@ async def stdio_streams(
         if own_cwd and run_as is not None:
             os.chown(cwd, *run_as)  # its own, writable directory
         uid, gid = (str(run_as[0]), str(run_as[1])) if run_as is not None else ("-", "-")
+        hide = await anyio.to_thread.run_sync(fence.prepare, run_as[0] if run_as and run_as[0] else None)
         process = await anyio.open_process(
-            [sys.executable, "-I", "-S", SUPERVISOR, str(status_write), uid, gid, "--", *target.argv],
+            [sys.executable, "-I", "-S", SUPERVISOR, str(status_write), uid, gid, ":".join(hide) or "-", "--", *target.argv],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

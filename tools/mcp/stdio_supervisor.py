@@ -1,7 +1,7 @@
 """The small process between the platform and a stdio MCP server (M3): nothing the server
 starts outlives it, and the server runs with less than the platform has.
 
-    python -I -S stdio_supervisor.py STATUS_FD UID GID -- PROGRAM [ARG...]
+    python -I -S stdio_supervisor.py STATUS_FD UID GID HIDE -- PROGRAM [ARG...]
 
 Run by tools/mcp/stdio.py, with the server's explicit environment and working directory, in a
 session of its own. Standard library only (it starts in a few milliseconds with -I -S).
@@ -15,6 +15,10 @@ session of its own. Standard library only (it starts in a few milliseconds with 
   `no_new_privs`; a server that stays root (UID `-` while root) loses every capability
   (an empty bounding set), so it cannot read non-dumpable platform processes, nor signal or
   trace them any more than their owner allows.
+- HIDE (`-` for none) is a `:`-separated list of directories the server must not see: the
+  platform's own database and Redis sockets (issue 19). The server then runs in a mount namespace
+  of its own where each is covered by an empty read-only tmpfs, so a `connect()` to a socket
+  there finds nothing. Only root can do this; if it cannot, the server is not run (`failed`).
 - It writes one line on STATUS_FD: `started <server pid>` once the program is running, or
   `failed <errno>` if it could not be executed.
 """
@@ -31,6 +35,8 @@ PR_CAPBSET_READ = 23
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
+CLONE_NEWNS = 0x00020000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 1 << 14, 1 << 18
 SWEEP_SECONDS = 10.0  # only processes stuck in the kernel survive SIGKILL this long
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -50,9 +56,23 @@ def _drop_capabilities():
                 _prctl(PR_CAPBSET_DROP, capability)
 
 
-def _exec_server(argv, uid, gid, report_fd):
+def _hide(paths):
+    """A mount namespace of the server's own, each of `paths` covered by an empty tmpfs."""
+    if _libc.unshare(CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
+    if _libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:  # nothing leaks back to the host
+        raise OSError(ctypes.get_errno(), "mount --make-rprivate / failed")
+    for path in paths:
+        if os.path.isdir(path) and _libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                                               b"size=4k,mode=0755") != 0:
+            raise OSError(ctypes.get_errno(), f"mount tmpfs on {path} failed")
+
+
+def _exec_server(argv, uid, gid, hide, report_fd):
     """In the forked child: lower privileges, restore signals, become the server."""
     try:
+        if hide:
+            _hide(hide)
         for signum in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; programs expect them
             signal.signal(signum, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
@@ -134,7 +154,8 @@ def _exit_like(status):
 
 
 def main(argv):
-    status_fd, uid, gid = int(argv[1]), argv[2], argv[3]
+    status_fd, uid, gid, hide = int(argv[1]), argv[2], argv[3], argv[4]
+    hide = [] if hide == "-" else hide.split(":")
     command = argv[argv.index("--") + 1 :]
     uid = None if uid == "-" else int(uid)
     gid = None if gid == "-" else int(gid)
@@ -150,7 +171,7 @@ def main(argv):
     if server_pid == 0:
         os.close(read_end)
         os.close(status_fd)
-        _exec_server(command, uid, gid, write_end)
+        _exec_server(command, uid, gid, hide, write_end)
     os.close(write_end)
     failure = os.read(read_end, 32)  # empty: exec closed the pipe, the program runs
     os.close(read_end)
