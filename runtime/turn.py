@@ -231,7 +231,8 @@ def _run(turn: Turn, runner: str, newest: list):
     history, older = selectors.history_before(message=turn.message, newest=newest)
     question = turn.message.text
     catalog = {tool.prefixed_name: tool for tool in offered}
-    builtins = TurnBuiltins.for_message(message=question, catalog=catalog)  # skills' tools leave `catalog`
+    builtins = TurnBuiltins.for_message(message=question, catalog=catalog,  # skills' tools leave `catalog`
+                                        channel=conversation.channel_kind)
     run = _Run(
         # A first run has no stored steps to replay (steps are written by a runner that claimed it).
         turn=turn, runner=runner, steps={step.index: step for step in turn.steps.all()} if turn.runs > 1 else {},

@@ -19,10 +19,9 @@ from django.utils.translation import gettext as _
 
 from runtime.builtins import charts, contacts, documents, followups, public  # noqa: F401  (they register)
 from runtime.builtins.models import Skill
-from runtime.builtins.registry import TOOLS, BuiltinTool, Context, call_builtin, fold, gives_reason, is_builtin
+from runtime.builtins.registry import TOOLS, BuiltinTool, Context, allowed, call_builtin, fold, gives_reason, is_builtin
 from runtime.builtins.skills import NAME as INVOKE_SKILL
 from runtime.builtins.skills import reserved_tools, skill_tool, skills_for
-from tenants.selectors import current_tenant
 from tools.catalog_cache import cached
 from tools.gateway import CallContext, CallOutcome
 from tools.models import ToolCall
@@ -42,19 +41,19 @@ class TurnBuiltins:
     held: dict = field(default_factory=dict)  # catalog tools (name → Tool) that arrive only with a skill
     loaded: list = field(default_factory=list)  # skills loaded so far, in order
     applied: int = 0  # how many of `loaded` the model's request already carries
+    channel: str = ""  # the conversation's channel kind: what the exposure policy reads
 
     @classmethod
-    def for_message(cls, *, message: str, catalog: dict) -> "TurnBuiltins":
-        """Built-ins whose reason is in `message` (R12); web search and page reading only with the
-        tenant's public-sources switch on (T6, R13). `catalog` (name → Tool, as offered) loses the tools that
-        belong to a skill: they are moved to `held`."""
+    def for_message(cls, *, message: str, catalog: dict, channel: str) -> "TurnBuiltins":
+        """Built-ins whose reason is in `message` (R12) and that the tenant's policies allow on
+        `channel`: the exposure policy's levels, and the public-sources switch for web search and
+        page reading (T6, R13, issue 19 M1). `catalog` (name → Tool, as offered) loses the tools
+        that belong to a skill: they are moved to `held`."""
         folded = fold(message)
-        public_on = current_tenant().public_sources
-        attached = {name: tool for name, tool in TOOLS.items()
-                    if (public_on or not tool.public) and gives_reason(tool, folded)}
-        if public_on and any(tool.public for tool in attached.values()):
+        attached = {name: tool for name, tool in TOOLS.items() if allowed(tool, channel) and gives_reason(tool, folded)}
+        if any(tool.public for tool in attached.values()):
             # One switch turns both on (R13): a search is read further, a page leads to a search.
-            attached.update({name: tool for name, tool in TOOLS.items() if tool.public})
+            attached.update({name: tool for name, tool in TOOLS.items() if tool.public and allowed(tool, channel)})
         # Read once per catalog generation and process, like the offered tools (runtime/signals.py).
         enabled = cached(("enabled-skills",), lambda: list(Skill.objects.filter(enabled=True)))
         skills = skills_for(message, enabled)
@@ -64,7 +63,7 @@ class TurnBuiltins:
         held = {name: catalog.pop(name) for name in list(catalog) if name in reserved}
         for name in reserved & set(attached):
             attached.pop(name)  # a built-in a skill names also waits for the skill
-        return cls(attached=attached, skills=skills, held=held)
+        return cls(attached=attached, skills=skills, held=held, channel=channel)
 
     def load(self, skill) -> None:
         if all(loaded.name != skill.name for loaded in self.loaded):
@@ -80,8 +79,8 @@ class TurnBuiltins:
             added = []
             for name in skill.tools or []:
                 tool = self.held.pop(name, None) or TOOLS.get(name)
-                if tool is None or name in offered:
-                    continue
+                if tool is None or name in offered or (is_builtin(name) and not allowed(tool, self.channel)):
+                    continue  # a skill never brings a built-in the tenant's policies keep out
                 offered[name] = tool
                 if is_builtin(name):
                     self.attached[name] = tool

@@ -26,6 +26,8 @@ from django.utils.translation import gettext as _
 from tools.gateway import CallOutcome, records
 from tools.gateway.sanitize import model_text
 from tools.models import ToolCall
+from tenants.selectors import current_tenant
+from tools.rules.annotations import tool_level
 from tools.rules.validation import build_validator, first_error
 
 PREFIX = "asixto__"
@@ -85,6 +87,18 @@ class BuiltinTool:
     def prefixed_name(self) -> str:
         return self.definition["name"]
 
+    @property
+    def level(self) -> str:
+        """read, write or destructive, from its annotations, as a catalog tool's (M7)."""
+        return tool_level(self.definition.get("annotations"))
+
+
+def allowed(tool: BuiltinTool, channel: str) -> bool:
+    """The tenant's policies hold for a built-in as for a catalog tool (issue 19, M1): its level
+    on `channel` (the exposure policy, M7), and the public-sources switch for a public one (R13)."""
+    tenant = current_tenant()
+    return tenant.allows_level(channel, tool.level) and (tenant.public_sources or not tool.public)
+
 
 TOOLS: dict[str, BuiltinTool] = {}
 
@@ -133,7 +147,11 @@ def call_builtin(*, tool: BuiltinTool, arguments, context: Context) -> tuple[Cal
     result = None
     with translation.override(context.language or settings.LANGUAGE_CODE):
         problem = first_error(build_validator(tool.definition["inputSchema"]), arguments)
-        if problem:
+        if not allowed(tool, context.channel):
+            text = _("The tool %(name)s is not allowed on this channel. Do not use it; tell the customer this cannot be done here.") % {
+                "name": tool.prefixed_name}
+            outcome = CallOutcome(outcome=ToolCall.Outcome.REFUSED, model_text=text, error=text)
+        elif problem:
             text = _("The arguments for %(name)s are not valid: %(problem)s. Correct them and call the tool again.") % {
                 "name": tool.prefixed_name, "problem": problem}
             outcome = CallOutcome(outcome=ToolCall.Outcome.INVALID_ARGUMENTS, model_text=text, error=problem)

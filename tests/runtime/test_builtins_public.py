@@ -99,7 +99,7 @@ def test_page_reading_keeps_the_text_of_a_page(alpha, web, switched_on):
     assert "<" not in step.model_text
 
 
-def test_page_reading_refuses_private_addresses(alpha, web):
+def test_page_reading_refuses_private_addresses(alpha, web, switched_on):
     """M2, R13: with private hosts not allowed, a loopback page and the metadata address are refused
     before any request is sent (the built-in is called directly: the scripted model is on loopback
     too, so a whole turn could not reach it under this setting); the refusal is recorded."""
@@ -153,3 +153,16 @@ def test_a_tenants_own_search_backend_is_used_instead_of_the_platforms(alpha, we
     with alpha.schema():
         assert TurnStep.objects.get(turn=turn, kind="tool").outcome == "ok"
     assert own_web.requests == ["/search"] and platform_web.requests == []
+
+
+def test_page_reading_is_refused_and_recorded_while_public_sources_are_off(alpha, web):
+    """Issue 19 (low): with the switch off, a direct call of a public built-in is refused before any
+    request and recorded, whatever attached it."""
+    public_web, base = web
+    context = Context(turn_id=None, conversation_id="", channel="chat", idempotency_key="t:2", language="en")
+    with alpha.schema():
+        outcome, result = call_builtin(tool=TOOLS[READ], arguments={"url": f"{base}/page"}, context=context)
+        assert (outcome.outcome, result) == ("refused", None)
+        flush_records()
+        assert ToolCall.objects.filter(tool_name=READ, outcome="refused").count() == 1
+    assert public_web.requests == []

@@ -6,7 +6,7 @@ import pytest
 from examples.soporte.desk import SupportDesk
 from examples.soporte.server import build_app
 from runtime.models import Skill, Turn, TurnStep
-from tests.runtime.runtime_support import agent, post, recording_app, register_soporte, run, tool_calls_seen
+from tests.runtime.runtime_support import agent, post, recording_app, register_soporte, run, tenant_settings, tool_calls_seen
 from tests.support.mcp_servers import serve_asgi
 from tests.support.model_server import ScriptedModel, call, say
 
@@ -102,3 +102,26 @@ def test_a_skill_added_or_disabled_reaches_the_next_turn_of_a_running_process(co
             skill_save(skill=skill, data={"enabled": False})
         run(world, post(world, "Mi router está en garantía"))
     assert [INVOKE in model.tool_names(n) for n in range(3)] == [False, True, False]
+
+
+def test_a_skill_never_brings_a_builtin_the_tenants_policies_keep_out(alpha, soporte):
+    """Issue 19 (low, and M1): with public sources off, a skill listing asixto__read_page does not
+    make it available; with chat limited to read tools, a skill listing edit_document does not
+    either. Called anyway, neither runs."""
+    from runtime.models import Document
+
+    with alpha.schema():
+        Skill.objects.create(name="web", description="Web", triggers="consulta la web",
+                             instructions="WEB: lee páginas.", tools=["asixto__read_page", "asixto__edit_document"])
+    script = [call(INVOKE, {"skill": "web"}), call("asixto__read_page", {"url": "https://example.com/"}),
+              call("asixto__edit_document", {"document": "notas", "mode": "append", "text": "x"}), say("ok"), say("Listo.")]
+    model, server = served(script)
+    with tenant_settings(alpha, public_sources=False, exposure_policy={"chat": ["read"], "voice": ["read"]}):
+        with server as url, agent(alpha, f"{url}/v1"):
+            turn = run(alpha, post(alpha, "Por favor consulta la web y anótalo"))
+    assert "WEB" in model.requests[1]["messages"][0]["content"]  # the skill loaded
+    assert not {"asixto__read_page", "asixto__edit_document"} & set(model.tool_names(1))
+    with alpha.schema():
+        outcomes = list(TurnStep.objects.filter(turn=turn, kind="tool").order_by("index").values_list("outcome", flat=True))
+        assert not Document.objects.exists()
+    assert outcomes[1:] == ["unavailable", "unavailable"]

@@ -12,9 +12,10 @@ from examples.soporte.server import build_app
 from runtime.builtins import TOOLS
 from runtime.builtins.charts import chart_spec, numbers_in
 from runtime.models import ContactCapture, Reminder, Turn, TurnEvent, TurnStep
-from tests.runtime.runtime_support import agent, post, recording_app, register_soporte, run
+from tests.runtime.runtime_support import agent, post, recording_app, register_soporte, run, tenant_settings
 from tests.support.mcp_servers import serve_asgi
 from tests.support.model_server import ScriptedModel, call, say
+from tools.gateway import records
 from tools.models import ToolCall
 from tools.rules.validation import schema_problems
 
@@ -157,3 +158,37 @@ def test_a_chart_may_draw_numbers_the_customer_gave_earlier(alpha, soporte):
     with alpha.schema():
         assert TurnStep.objects.get(turn=turn, kind="tool").outcome == "ok"
         assert TurnEvent.objects.get(turn=turn, kind="chart").data["spec"]["usermeta"]["total"] == 200
+
+
+def test_the_channel_policy_holds_for_builtins_as_for_catalog_tools(alpha, soporte):
+    """M7, issue 19 M1: with chat limited to read tools, "anota en el documento" does not offer the
+    destructive edit_document; when the model calls it anyway it does not run and nothing is
+    written. A read built-in (the chart) is still offered."""
+    from runtime.models import Document
+
+    edit = call("asixto__edit_document", {"document": "notas", "mode": "append", "text": "visita el lunes"})
+    model, server = served([edit, say("ok"), say("No puedo anotarlo aquí.")])
+    with tenant_settings(alpha, exposure_policy={"chat": ["read"], "voice": ["read"]}):
+        with server as url, agent(alpha, f"{url}/v1"):
+            turn = run(alpha, post(alpha, "Anota en el documento de notas que quiero visita el lunes y hazme un gráfico"))
+    assert "asixto__edit_document" not in model.tool_names(0) and CHART in model.tool_names(0)
+    with alpha.schema():
+        assert not Document.objects.exists()
+        assert TurnStep.objects.get(turn=turn, kind="tool").outcome == "unavailable"
+
+
+def test_a_builtin_called_on_a_channel_its_level_is_not_allowed_on_is_refused_and_recorded(alpha):
+    """Issue 19 M1: the call path itself applies the policy (whatever attached the tool): refused,
+    not run, one record with outcome "refused"."""
+    from runtime.builtins import Context, call_builtin
+    from runtime.models import Document
+
+    with tenant_settings(alpha, exposure_policy={"chat": ["read"]}), alpha.schema():
+        outcome, result = call_builtin(tool=TOOLS["asixto__edit_document"], arguments={
+            "document": "notas", "mode": "append", "text": "x"}, context=Context(
+            turn_id=None, conversation_id="c", channel="chat", idempotency_key="k", language="en"))
+        assert outcome.outcome == "refused" and result is None and "not allowed on this channel" in outcome.model_text
+        assert not Document.objects.exists()
+    records.flush()
+    with alpha.schema():
+        assert ToolCall.objects.get(pk=outcome.record_id).outcome == "refused"
