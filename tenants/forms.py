@@ -12,10 +12,12 @@ class TenantSettingsForm(forms.ModelForm):
     keeps the stored secret; ticking its "clear" box removes it."""
 
     model_api_key = forms.CharField(
-        label=_("Model API key"), required=False, max_length=500, widget=forms.PasswordInput(render_value=False)
+        label=_("Model API key"), required=False, max_length=500, widget=forms.PasswordInput(render_value=False),
+        help_text=_("Sent only to the model endpoint: changing the endpoint's host removes the stored key unless you enter a new one."),
     )
     router_api_key = forms.CharField(
-        label=_("Router model API key"), required=False, max_length=500, widget=forms.PasswordInput(render_value=False)
+        label=_("Router model API key"), required=False, max_length=500, widget=forms.PasswordInput(render_value=False),
+        help_text=_("Sent only to the router endpoint: changing its host removes the stored key unless you enter a new one."),
     )
     clear_model_api_key = forms.BooleanField(label=_("Remove the stored model API key"), required=False)
     clear_router_api_key = forms.BooleanField(label=_("Remove the stored router API key"), required=False)

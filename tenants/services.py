@@ -4,6 +4,7 @@ are created, settings changed and keys revoked."""
 import re
 import secrets
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -97,10 +98,32 @@ def api_key_revoke(*, key: ApiKey) -> ApiKey:
     return key
 
 
+# Each endpoint and the secret that goes only to it (issue 19, M5).
+BOUND_SECRETS = {"model_base_url": "model_api_key", "router_base_url": "router_api_key"}
+
+
+def same_origin(before: str, after: str) -> bool:
+    """Whether two URLs reach the same place: scheme, host and port (a path may change)."""
+    def origin(url):
+        parts = urlsplit(url or "")
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        return parts.scheme.lower(), (parts.hostname or "").lower(), port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+    return origin(before) == origin(after)
+
+
 def tenant_settings_update(*, tenant: Tenant, data: dict) -> Tenant:
     """Apply validated settings (T6), or an operator's limits (the MCP server quota: lowering it
     removes nothing, it only refuses new registrations). A secret left out keeps its value; an
-    empty string clears it."""
+    empty string clears it. A secret is bound to its endpoint: moving the endpoint to another
+    scheme, host or port clears the stored secret unless the same change gives a new one, so a
+    stored key is never sent where its owner did not send it (issue 19, M5)."""
+    data = dict(data)
+    for url_field, secret_field in BOUND_SECRETS.items():
+        if url_field in data and secret_field not in data and not same_origin(getattr(tenant, url_field), data[url_field]):
+            data[secret_field] = ""
     for field, value in data.items():
         setattr(tenant, field, value)
     tenant.save(update_fields=list(data))

@@ -22,7 +22,9 @@ class ServerForm(forms.ModelForm):
         label=_("Auth headers (one per line, Name: value)"), required=False, max_length=20000,
         widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off"}),
     )
-    clear_headers = forms.BooleanField(label=_("Remove the stored auth headers"), required=False)
+    clear_headers = forms.BooleanField(
+        label=_("Remove the stored auth headers"), required=False,
+        help_text=_("Auth headers go only to this server: changing the URL's host removes them unless you enter new ones."))
     env_text = forms.CharField(
         label=_("Environment variables (one per line, NAME=value)"), required=False, max_length=50000,
         widget=forms.Textarea(attrs={"rows": 3, "autocomplete": "off"}),

@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from asixto.errors import ApplicationError
 from tenants.models import ApprovedCommand
 from tenants.outbound import outbound_policy
+from tenants.services import same_origin
 from tenants.stdio_commands import tenant_env_problems
 from tools import mcp
 from tools.models import McpServer
@@ -133,13 +134,17 @@ def server_create(*, data: dict) -> McpServer:
 
 def server_update(*, server: McpServer, data: dict) -> McpServer:
     """Change a server. A change to how it is reached forgets the cached discovery (M4); a
-    change of contract mode certifies its tools again (tools.overlays)."""
+    change of contract mode certifies its tools again (tools.overlays). Its auth headers are
+    bound to where it is: a URL on another scheme, host or port clears them unless the same
+    change sends new ones (issue 19, M5)."""
     data = dict(data)
     headers = data.pop("auth_headers", None)
     env = data.pop("env", None)
     mode = data.pop("contract_mode", None)
     merged = {key: data.get(key, getattr(server, key)) for key in ("transport", "url", "command", "args")}
     validate_server_fields(**merged)
+    if headers is None and server.auth_headers and not same_origin(server.url, merged["url"]):
+        headers = {}
     reach_changed = any(merged[key] != getattr(server, key) for key in merged) or headers is not None or bool(env)
     for key, value in data.items():
         setattr(server, key, value)

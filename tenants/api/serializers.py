@@ -24,8 +24,13 @@ class ExposurePolicyField(serializers.DictField):
 class TenantSettingsSerializer(StrictModelSerializer):
     """T6 settings. Secrets are write-only (T7): responses say whether one is set, never what."""
 
-    model_api_key = serializers.CharField(write_only=True, required=False, allow_blank=True, max_length=500)
-    router_api_key = serializers.CharField(write_only=True, required=False, allow_blank=True, max_length=500)
+    model_api_key = serializers.CharField(
+        write_only=True, required=False, allow_blank=True, max_length=500,
+        help_text="Sent only to model_base_url: moving that to another scheme, host or port removes the stored key unless "
+                  "the same request sends a new one. Never returned.")
+    router_api_key = serializers.CharField(
+        write_only=True, required=False, allow_blank=True, max_length=500,
+        help_text="Sent only to router_base_url, bound to it like model_api_key. Never returned.")
     model_api_key_set = serializers.SerializerMethodField()
     router_api_key_set = serializers.SerializerMethodField()
     language = serializers.ChoiceField(choices=[("es", "es"), ("en", "en"), ("pt", "pt")], required=False)

@@ -99,3 +99,37 @@ def test_it_validates_the_exposure_policy(alpha):
     assert_refused_and_unchanged(alpha, patch(alpha, {"exposure_policy": {"voice": ["everything"]}}), "exposure_policy")
     body = patch(alpha, {"exposure_policy": {"voice": ["read", "read"]}}).json()
     assert body["exposure_policy"] == {"chat": ["read", "write", "destructive"], "voice": ["read"]}
+
+
+def test_a_stored_key_does_not_follow_its_endpoint_to_another_host(alpha):
+    """Issue 19 M5: moving model_base_url to another host (or scheme, or port) clears the stored
+    model key unless the same request sends one, so an admin cannot have the "never shown" key
+    sent to a host of their choosing; a new path on the same host keeps it. The router key alike."""
+    first = patch(alpha, {"model_base_url": "https://93.184.216.34/v1", "model_api_key": "sk-bound-1",
+                          "router_base_url": "https://93.184.216.34/v1", "router_api_key": "rk-bound-1"})
+    assert first.status_code == 200, first.content
+    assert patch(alpha, {"model_base_url": "https://93.184.216.34/other/v1"}).json()["model_api_key_set"] is True
+    moved = patch(alpha, {"model_base_url": "https://93.184.216.35/v1", "router_base_url": "https://93.184.216.34:8443/v1"})
+    assert moved.json()["model_api_key_set"] is False and moved.json()["router_api_key_set"] is False
+    connection.set_schema_to_public()
+    tenant = Tenant.objects.get(pk=alpha.tenant.pk)
+    assert tenant.model_api_key == "" and tenant.router_api_key == ""
+    again = patch(alpha, {"model_base_url": "https://93.184.216.36/v1", "model_api_key": "sk-bound-2"})
+    assert again.json()["model_api_key_set"] is True
+    connection.set_schema_to_public()
+    assert Tenant.objects.get(pk=alpha.tenant.pk).model_api_key == "sk-bound-2"
+
+
+def test_the_settings_form_clears_the_key_when_the_endpoint_moves(alpha):
+    """Issue 19 M5: the dashboard's settings form follows the same rule, and says so."""
+    from tests.tenants.test_dashboard import SETTINGS_FORM
+
+    client = alpha.dashboard("ana")
+    page = client.get("/settings/").content.decode()
+    assert "removes the stored key" in page or "elimina la clave guardada" in page
+    client.post("/settings/", {**SETTINGS_FORM, "model_base_url": "https://93.184.216.34/v1", "model_api_key": "sk-form"})
+    connection.set_schema_to_public()
+    assert Tenant.objects.get(pk=alpha.tenant.pk).model_api_key == "sk-form"
+    client.post("/settings/", {**SETTINGS_FORM, "model_base_url": "https://93.184.216.35/v1"})
+    connection.set_schema_to_public()
+    assert Tenant.objects.get(pk=alpha.tenant.pk).model_api_key == ""

@@ -64,3 +64,23 @@ def test_both_accept_ordinary_auth_headers(alpha):
     assert response.status_code == 302, response.context["form"].errors
     with alpha.schema():
         assert McpServer.objects.get(slug="erp").headers == headers
+
+
+def test_auth_headers_do_not_follow_the_server_to_another_host(alpha):
+    """Issue 19 M5: a server's URL moved to another host clears its stored headers unless the same
+    change sends new ones (they would otherwise go to a host the admin picks, who cannot read
+    them); a new path on the same host keeps them."""
+    created = _post_api(alpha, {"X-Api-Key": "k_bound"})
+    assert created.status_code == 201, created.content
+    server_id = created.json()["id"]
+
+    def patch(body):
+        return alpha.api().patch(f"/api/v1/servers/{server_id}", json.dumps(body), content_type="application/json").json()
+
+    assert patch({"url": "https://93.184.216.34/other/mcp"})["auth_header_names"] == ["X-Api-Key"]
+    assert patch({"url": "https://93.184.216.35/mcp"})["auth_header_names"] == []
+    with alpha.schema():
+        assert McpServer.objects.get(pk=server_id).headers == {}
+    assert patch({"url": "https://93.184.216.36/mcp", "auth_headers": {"X-Api-Key": "k_new"}})["auth_header_names"] == ["X-Api-Key"]
+    with alpha.schema():
+        assert McpServer.objects.get(pk=server_id).headers == {"X-Api-Key": "k_new"}

@@ -40,7 +40,11 @@ class EnvVarsField(serializers.DictField):
 
 
 class ServerSerializer(StrictModelSerializer):
-    auth_headers = AuthHeadersField(write_only=True, required=False)
+    auth_headers = AuthHeadersField(
+        write_only=True, required=False,
+        help_text="Sent only to this server's URL: a change of the URL's scheme, host or port removes them unless the "
+                  "same request sends new ones. Never returned.",
+    )
     auth_header_names = serializers.SerializerMethodField()
     env = EnvVarsField(
         write_only=True, required=False,
