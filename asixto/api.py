@@ -8,7 +8,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.settings import api_settings
 
-from asixto.json_input import MAX_DEPTH, JsonTooDeep, UnstorableText, check_json
+from asixto.json_input import MAX_DEPTH, JsonInputError, JsonTooDeep, check_json
 
 
 class JsonBodyParser(JSONParser):
@@ -24,7 +24,7 @@ class JsonBodyParser(JSONParser):
             check_json(data)
         except JsonTooDeep as exc:
             raise ParseError(str(exc)) from exc
-        except UnstorableText as exc:
+        except JsonInputError as exc:  # text PostgreSQL cannot keep, a number that is not finite (1e999)
             raise serializers.ValidationError({exc.field or api_settings.NON_FIELD_ERRORS_KEY: [str(exc)]}) from exc
         return data
 

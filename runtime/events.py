@@ -4,7 +4,7 @@ Events are rows (`TurnEvent`), so a stream opened late, or resumed with `Last-Ev
 everything from the database. Redis pub/sub only wakes streams up sooner: a lost publish costs
 latency (the stream re-reads every POLL_SECONDS), never an event. A stream ends after the reply,
 or after `ASIXTO_EVENT_STREAM_SECONDS` with an `timeout` event (the client reconnects with
-`Last-Event-ID`). Between reads the stream holds no database connection.
+`Last-Event-ID`); a stream resumed after a finished turn's last event ends at once. Between reads the stream holds no database connection.
 
 Two generators with the same behaviour: a sync one for WSGI servers (gunicorn gthread) and an
 async one for ASGI servers (uvicorn), where waiting costs no thread.
@@ -141,12 +141,20 @@ def event_add(*, turn_id, kind: str, text: str, data: dict | None = None) -> Tur
 
 # ---------------------------------------------------------------- the stream
 
+ENDED = [{"kind": "ended"}]  # what _load gives when the turn's reply was at or before `after`
+
+
 def _load(schema: str, turn_id, after: int) -> list[dict]:
+    """The turn's events after `after`; ENDED when there are none and its reply came already (a
+    client resuming past the end, even with a made-up Last-Event-ID, gets no open stream)."""
     with schema_context(schema):
         try:
-            return list(
+            events = list(
                 TurnEvent.objects.filter(turn_id=turn_id, id__gt=after).order_by("id").values("id", "kind", "text", "data")
             )
+            if not events and TurnEvent.objects.filter(turn_id=turn_id, kind=TurnEvent.Kind.REPLY).exists():
+                return ENDED
+            return events
         finally:
             # A stream is open for minutes: hold no connection (or pool slot) between reads.
             if not connection.in_atomic_block:
@@ -179,6 +187,8 @@ def stream(*, schema: str, turn_id, after: int = 0, max_seconds: float | None = 
         last_write = time.monotonic()
         while True:
             for event in _load(schema, turn_id, after):
+                if event is ENDED[0]:
+                    return
                 after = event["id"]
                 yield encode(event)
                 last_write = time.monotonic()
@@ -227,6 +237,8 @@ async def astream(*, schema: str, turn_id, after: int = 0, max_seconds: float | 
         last_write = time.monotonic()
         while True:
             for event in await load(schema, turn_id, after):
+                if event is ENDED[0]:
+                    return
                 after = event["id"]
                 yield encode(event)
                 last_write = time.monotonic()

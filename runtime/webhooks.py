@@ -79,7 +79,9 @@ def sign(*, secret: str, timestamp: int, body: bytes) -> str:
 
 def verify(*, secret: str, timestamp: str, body: bytes, signature: str, tolerance: float = 300, now: float | None = None) -> bool:
     """What a receiver does: the signature matches and the timestamp is recent (no replays)."""
-    if not timestamp.isdigit() or abs((time.time() if now is None else now) - int(timestamp)) > tolerance:
+    if not (isinstance(timestamp, str) and timestamp.isascii() and timestamp.isdigit()):
+        return False  # "²" is a digit to str.isdigit, and not a number to int
+    if abs((time.time() if now is None else now) - int(timestamp)) > tolerance:
         return False
     return hmac.compare_digest(sign(secret=secret, timestamp=int(timestamp), body=body), signature)
 

@@ -5,13 +5,16 @@ from django.core.handlers.asgi import ASGIRequest
 from django.db import connection
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
+from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from asixto.json_input import unstorable_text
 from runtime import channel, events, selectors
 from runtime.api import serializers as s
 from runtime.models import Conversation, Message, Turn
@@ -24,9 +27,22 @@ class ConversationListCreateView(generics.ListAPIView):
     permission_classes = [IsChannelKey]
     serializer_class = s.ConversationSerializer
 
+    FILTERS = ("channel_name", "customer_ref")
+
     def get_queryset(self):
-        params = self.request.query_params
-        return selectors.conversations(channel_name=params.get("channel_name"), customer_ref=params.get("customer_ref"))
+        params = {name: self.request.query_params.get(name) for name in self.FILTERS}
+        refused = {name: [_("Text may not contain NUL characters or unpaired surrogates.")]
+                   for name, value in params.items() if value and unstorable_text(value)}
+        if refused:  # PostgreSQL cannot compare with them: a clear 400, not a 500 (A4)
+            raise ValidationError(refused)
+        return selectors.conversations(**params)
+
+    @extend_schema(parameters=[
+        OpenApiParameter("channel_name", OpenApiTypes.STR, description="Only conversations of this channel (exact)."),
+        OpenApiParameter("customer_ref", OpenApiTypes.STR, description="Only conversations of this customer (exact)."),
+    ])
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
 
     @extend_schema(request=s.ConversationCreateSerializer, responses={201: s.ConversationSerializer})
     def post(self, request):
@@ -102,7 +118,7 @@ class TurnEventsView(APIView):
     def get(self, request, pk):
         turn = get_object_or_404(Turn.objects.only("id"), pk=pk)
         after = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
-        after = int(after) if after.isdigit() and len(after) < 19 else 0
+        after = int(after) if after.isascii() and after.isdigit() and len(after) < 19 else 0
         stream = events.astream if isinstance(request._request, ASGIRequest) else events.stream
         response = StreamingHttpResponse(
             stream(schema=connection.schema_name, turn_id=turn.pk, after=after), content_type="text/event-stream"

@@ -63,7 +63,7 @@ def turn_events(request, pk):
     """Server-sent events of one turn of this tenant (R9): status events, then the reply."""
     turn = get_object_or_404(Turn.objects.only("id"), pk=pk)
     after = request.headers.get("Last-Event-ID") or request.GET.get("after") or "0"
-    after = int(after) if after.isdigit() and len(after) < 19 else 0
+    after = int(after) if after.isascii() and after.isdigit() and len(after) < 19 else 0
     stream = events.astream if isinstance(request, ASGIRequest) else events.stream
     response = StreamingHttpResponse(stream(schema=connection.schema_name, turn_id=turn.pk, after=after),
                                      content_type="text/event-stream")

@@ -143,6 +143,29 @@ def test_it_refuses_a_bad_message_with_a_clear_error(alpha, body, field):
         assert not Message.objects.exists()
 
 
+def test_a_number_json_cannot_hold_is_a_clear_400_and_nothing_is_stored(alpha):
+    """Issue 19 (low), A4: `1e999` parses as infinity, which no column and no JSON answer can hold:
+    a 400 naming the field, not a 500, on a message and on a new conversation."""
+    conversation = start(alpha)
+    client = alpha.api(alpha.channel_key)
+    response = client.post(conversation["messages_url"], '{"text": 1e999}', content_type="application/json")
+    assert response.status_code == 400 and "text" in response.json()["error"]["fields"], response.content
+    started = client.post("/api/v1/conversations", '{"channel_kind": "chat", "customer_ref": -1e999}',
+                          content_type="application/json")
+    assert started.status_code == 400 and "customer_ref" in started.json()["error"]["fields"], started.content
+    with alpha.schema():
+        assert not Message.objects.exists() and Conversation.objects.count() == 1
+
+
+@pytest.mark.parametrize("name", ["customer_ref", "channel_name"])
+def test_a_conversation_filter_with_a_nul_is_a_clear_400(alpha, name):
+    """Issue 19 (low), A4: a NUL in a filter PostgreSQL cannot compare with: 400 naming it."""
+    start(alpha)
+    response = alpha.api(alpha.channel_key).get("/api/v1/conversations", {name: "cliente\x007"})
+    assert response.status_code == 400 and name in response.json()["error"]["fields"], response.content
+    assert alpha.api(alpha.channel_key).get("/api/v1/conversations", {name: "cliente-7"}).status_code == 200
+
+
 def test_it_answers_a_body_that_is_not_json_with_400(alpha):
     """A4: malformed JSON is a clear 400, never a 500."""
     conversation = start(alpha)

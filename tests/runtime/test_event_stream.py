@@ -104,3 +104,21 @@ def test_a_stream_ends_at_its_deadline_with_a_timeout_event(alpha, settings):
     events = read_stream(alpha.api(alpha.channel_key).get(f"/api/v1/turns/{turn.pk}/events"))
     # The turn never finishes: only the stream's deadline can end it, with the `timeout` event.
     assert events == [("status", str(status.pk)), ("timeout", "")]
+
+
+@pytest.mark.parametrize("resume", ["999999999999999999", "²", "-1", "\u0661\u0662"])
+def test_a_stream_resumed_past_a_finished_turns_end_ends_at_once(alpha, settings, resume):
+    """Issue 19 M3 and a low finding: a Last-Event-ID (or `after`) beyond a finished turn's reply
+    ends the stream at once instead of holding it for the stream's deadline; a value that is not
+    an ASCII number (`²`, Arabic-Indic digits) reads as 0, never a 500. A stream held to its
+    deadline would end with a `timeout` event, which the expected lists do not have."""
+    settings.ASIXTO_EVENT_STREAM_SECONDS = 20
+    turn = queued_turn(alpha, "Hola")
+    with alpha.schema():
+        reply = TurnEvent.objects.create(turn=turn, kind="reply", text="Listo").pk
+    connection.set_schema_to_public()
+    client = alpha.api(alpha.channel_key)
+    url = f"/api/v1/turns/{turn.pk}/events"
+    expected = [] if resume.isascii() and resume.isdigit() else [("reply", str(reply))]
+    assert read_stream(client.get(url, HTTP_LAST_EVENT_ID=resume)) == expected
+    assert read_stream(client.get(url, {"after": resume})) == expected

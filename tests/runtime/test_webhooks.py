@@ -321,6 +321,18 @@ def test_signatures_verify_only_with_the_secret_body_and_a_recent_timestamp():
     assert not verify(secret="s", timestamp="1700000000", body=body + b" ", signature=good, now=1700000100)
     assert not verify(secret="s", timestamp="1700000001", body=body, signature=good, now=1700000100)
     assert not verify(secret="s", timestamp="1700000000", body=body, signature=good, now=1700009999)
+    for odd in ("²", "\u0661\u0667", "", " 1700000000", None, 1700000000):  # issue 19 (low): False, never an exception
+        assert verify(secret="s", timestamp=odd, body=body, signature=good, now=1700000100) is False
+
+
+@pytest.mark.parametrize("header, expected", [("²", None), ("\u0661", None), ("12", 12.0), ("soon", None),
+                                              ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0)])
+def test_a_retry_after_header_is_read_or_ignored_never_raised(header, expected):
+    """Issue 19 (low): `Retry-After: ²` (a digit to str.isdigit, not a number to float) made the
+    webhook attempt go unrecorded and an SSE sync crash; any header now gives seconds or None."""
+    from tools.mcp.errors import parse_retry_after
+
+    assert parse_retry_after(header) == expected
 
 
 def test_the_retry_policy():

@@ -40,7 +40,7 @@ class ByteBudget:
 
     def announce(self, content_length: str | None) -> None:
         """Refuse at once an answer whose declared length is already over the limit."""
-        if self.limit is not None and content_length and content_length.isdigit():
+        if self.limit is not None and content_length and content_length.isascii() and content_length.isdigit():
             if self.used + int(content_length) > self.limit:
                 self._refuse()
 

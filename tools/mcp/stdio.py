@@ -246,7 +246,7 @@ async def _started(process: Process, status_read: int) -> int:
     word, _, value = report.decode("ascii", "replace").strip().partition(" ")
     if word == "started":
         return int(value)
-    code = int(value) if word == "failed" and value.isdigit() else errno.ECHILD
+    code = int(value) if word == "failed" and value.isascii() and value.isdigit() else errno.ECHILD
     with anyio.move_on_after(REAP_TIMEOUT_SECONDS):
         await process.wait()
     raise OSError(code, os.strerror(code))
