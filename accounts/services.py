@@ -17,6 +17,7 @@ from django.core.mail import send_mail
 from django.db import IntegrityError, connection, transaction
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 from django.utils.translation import gettext as _
@@ -106,7 +107,7 @@ def _keep_one_admin(user: User):
 def user_update(*, user: User, role: str | None = None, is_active: bool | None = None, email: str | None = None) -> User:
     """Change a person's role, whether they may sign in, or their e-mail address. Demoting or
     deactivating the last active admin is refused (T4). A deactivated person's sessions end at
-    once: Django refuses inactive users on every request."""
+    once, and are deleted, so reactivating them later does not bring an old cookie back."""
     user = User.objects.select_for_update().get(pk=user.pk)
     if role is not None and role not in User.Role.values:
         raise ApplicationError(_("The user cannot be saved."), fields={"role": [_("Unknown role.")]})
@@ -125,7 +126,21 @@ def user_update(*, user: User, role: str | None = None, is_active: bool | None =
         changed.append("email")
     if changed:
         user.save(update_fields=changed)
+    if "is_active" in changed and not user.is_active:
+        end_sessions(user)
     return user
+
+
+def end_sessions(user: User) -> int:
+    """Delete every stored session of `user` (issue 19): a deactivated person's cookie must not
+    work again if they are reactivated later. Returns how many ended."""
+    from django.contrib.auth import SESSION_KEY
+    from django.contrib.sessions.models import Session
+
+    mine = [session.pk for session in Session.objects.filter(expire_date__gt=timezone.now()).iterator()
+            if str(session.get_decoded().get(SESSION_KEY)) == str(user.pk)]
+    Session.objects.filter(pk__in=mine).delete()
+    return len(mine)
 
 
 def user_deactivate(*, user: User) -> User:
@@ -141,11 +156,13 @@ def password_change(*, user: User, password: str) -> User:
     return user
 
 
-def dashboard_url(*, tenant: Tenant, scheme: str = "http", port: str = "") -> str:
-    """Where `tenant`'s dashboard answers: its primary domain, with the scheme and port the
-    request came in on (an API call may come in on any host, T2; links must go to the dashboard)."""
+def dashboard_url(*, tenant: Tenant) -> str:
+    """Where `tenant`'s dashboard answers: its primary domain, with the configured scheme and port
+    (ASIXTO_DASHBOARD_SCHEME, ASIXTO_DASHBOARD_PORT). Never from the request: its Host header and
+    port are the caller's to choose, and a link sent by e-mail must go to the dashboard (issue 19)."""
     domain = tenant.get_primary_domain()
     host = domain.domain if domain else ""
+    scheme, port = settings.ASIXTO_DASHBOARD_SCHEME, str(settings.ASIXTO_DASHBOARD_PORT or "")
     default_port = {"http": "80", "https": "443"}.get(scheme)
     suffix = f":{port}" if port and port != default_port else ""
     return f"{scheme}://{host}{suffix}"

@@ -25,7 +25,7 @@ MAIL_FAILED = gettext_lazy(
 
 
 def _dashboard_url(request) -> str:
-    return request.build_absolute_uri("/").rstrip("/")
+    return services.dashboard_url(tenant=request.tenant)
 
 
 def _apply_service_errors(form, exc: ApplicationError):

@@ -48,6 +48,12 @@ def unstorable_text(text: str) -> bool:
     return _UNSTORABLE.search(text) is not None
 
 
+def storable(text: str) -> str:
+    """`text` with each character PostgreSQL cannot keep replaced by U+FFFD (for what must be
+    kept as it came, such as a model's words, rather than refused)."""
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
 def _shown(key) -> str:
     # Paths end up in error bodies: the offending characters themselves must not.
     return _UNSTORABLE.sub("\ufffd", str(key))

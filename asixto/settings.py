@@ -42,6 +42,10 @@ ASIXTO_STDIO_MAX_SESSIONS = envint("ASIXTO_STDIO_MAX_SESSIONS", 32)
 ASIXTO_STDIO_MAX_CALLS_PER_SESSION = envint("ASIXTO_STDIO_MAX_CALLS_PER_SESSION", 16)
 # The domain tenant subdomains hang from: `<slug>.<ASIXTO_BASE_DOMAIN>`.
 ASIXTO_BASE_DOMAIN = os.environ.get("ASIXTO_BASE_DOMAIN", "localhost")
+# How links in e-mails (invitations, password links) reach a tenant's dashboard: its primary
+# domain with this scheme and port (empty: the scheme's default), never the request's Host.
+ASIXTO_DASHBOARD_SCHEME = os.environ.get("ASIXTO_DASHBOARD_SCHEME", "http")
+ASIXTO_DASHBOARD_PORT = os.environ.get("ASIXTO_DASHBOARD_PORT", "")
 # stdio MCP servers (tools.stdio_launch): where each tenant server's private `{workdir}` lives,
 # and, when the platform runs as root, the first of the uids they run as (one per server; empty:
 # all share ASIXTO_STDIO_USER).

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import httpx
 from django.conf import settings
 
+from asixto.json_input import storable
 from tenants.outbound import OutboundRefused, check_url, refusal_of
 from tenants.outbound_http import outbound_client
 
@@ -159,7 +160,9 @@ def _native_calls(raw) -> tuple[NativeCall, ...]:
         arguments = function.get("arguments", "")
         if not isinstance(arguments, str):  # some servers send the object itself
             arguments = json.dumps(arguments, ensure_ascii=False)
-        calls.append(NativeCall(name=name[:250], arguments=arguments, id=str(item.get("id") or "")[:100]))
+        # A NUL or lone surrogate written as such cannot be stored; one escaped inside the arguments
+        # (`\\u0000`) stays, and the turn refuses those arguments (runtime/turn.py).
+        calls.append(NativeCall(name=storable(name[:250]), arguments=storable(arguments), id=storable(str(item.get("id") or "")[:100])))
     return tuple(calls)
 
 
@@ -179,9 +182,9 @@ def parse_answer(body: bytes, endpoint: Endpoint) -> Answer:
     if not isinstance(message, dict):
         raise ModelError("model_bad_response", "the first choice has no message")
     answer = Answer(
-        content=_text(message.get("content")),
+        content=storable(_text(message.get("content"))),
         tool_calls=_native_calls(message.get("tool_calls")),
-        finish_reason=str(choice.get("finish_reason") or "")[:40],
+        finish_reason=storable(str(choice.get("finish_reason") or "")[:40]),
     )
     if not answer.content.strip() and not answer.tool_calls:
         raise ModelError("model_empty", "the choice has neither text nor tool calls")

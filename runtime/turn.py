@@ -42,6 +42,7 @@ from django.db.models import Q
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
+from asixto.json_input import JsonInputError, check_json, storable
 from runtime import events, selectors, webhooks
 from runtime.budgets import apply_budgets
 from runtime.builtins import TurnBuiltins, fact_source, is_builtin
@@ -124,7 +125,7 @@ def turn_execute(*, turn_id) -> None:
     except Exception as exc:
         log.exception("turn %s failed", turn_id)
         _finish(turn, runner, reply=failure_reply(turn.conversation.language), status=Turn.Status.FAILED,
-                error_code="internal", error_detail=f"{type(exc).__name__}: {str(exc)[:500]}")
+                error_code="internal", error_detail=type(exc).__name__)  # the message may quote SQL: the log has it
 
 
 # ---------------------------------------------------------------- claiming and finishing
@@ -397,17 +398,27 @@ def _calls_of(run: _Run, answer: Answer) -> tuple[list[Call], str]:
             try:
                 too_long = len(native.arguments) > MAX_ARGUMENT_CHARS
                 arguments = None if too_long else json.loads(native.arguments) if native.arguments.strip() else {}
-            except ValueError:
+                check_json(arguments)  # a NUL or a lone surrogate: arguments no server or record can take
+            except ValueError:  # JsonInputError is one
                 arguments = None
             calls.append(Call(f"{prefix}{n}", native.name, arguments if isinstance(arguments, dict) else None,
-                              native.arguments[:MAX_ARGUMENT_CHARS]))
+                              storable(native.arguments[:MAX_ARGUMENT_CHARS])))
         return calls, clean_reply(answer.content)
     parsed = parse_text_calls(answer.content, {name: tool.definition.get("inputSchema") or {} for name, tool in run.tools.items()})
     calls = [
-        Call(f"{prefix}{n}", call.name, call.arguments, json.dumps(call.arguments, ensure_ascii=False))
+        Call(f"{prefix}{n}", call.name, call.arguments if _storable_json(call.arguments) else None,
+             storable(json.dumps(call.arguments, ensure_ascii=False)))
         for n, call in enumerate(parsed.calls[:MAX_CALLS_PER_ANSWER], 1)
     ]
     return calls, clean_reply(parsed.text)
+
+
+def _storable_json(value) -> bool:
+    try:
+        check_json(value)
+    except JsonInputError:
+        return False
+    return True
 
 
 def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:

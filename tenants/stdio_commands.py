@@ -133,7 +133,8 @@ def command_problems(command: ApprovedCommand) -> dict[str, list[str]]:
             add("tenant_vars", _("A variable tenants set is named in capitals, digits and _: %(name)s") % {"name": name})
         elif is_unsafe_name(name):
             add("tenant_vars", _("%(name)s decides which code runs; tenants cannot set it.") % {"name": name})
-        seen.add(name)
+        if isinstance(name, str):  # a list or an object as a name is reported above, never hashed (a 500)
+            seen.add(name)
     return problems
 
 

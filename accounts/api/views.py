@@ -1,7 +1,6 @@
 """REST endpoints for a tenant's people (T4): admin keys only (the default permission), so a
 channel key can neither list nor create users."""
 
-from django.http.request import split_domain_port
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
@@ -16,8 +15,7 @@ from asixto.errors import ApplicationError
 
 
 def _dashboard_url(request) -> str:
-    _domain, port = split_domain_port(request.get_host())  # the port the caller used
-    return services.dashboard_url(tenant=request.tenant, scheme=request.scheme, port=port)
+    return services.dashboard_url(tenant=request.tenant)
 
 
 class UserListCreateView(generics.ListAPIView):

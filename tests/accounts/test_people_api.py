@@ -52,6 +52,18 @@ def test_it_invites_by_e_mail_with_a_link_to_the_tenants_dashboard(alpha, mailou
     assert len(mailoutbox) == 1 and f"http://{alpha.domain}/reset/" in mailoutbox[0].body
 
 
+def test_a_password_link_goes_to_the_dashboard_whatever_host_or_port_the_request_named(
+        alpha, mailoutbox, django_capture_on_commit_callbacks, settings):
+    """Issue 19 (low): links are built from the tenant's primary domain and the configured scheme
+    and port (ASIXTO_DASHBOARD_SCHEME, ASIXTO_DASHBOARD_PORT), never from the request's Host."""
+    settings.ASIXTO_DASHBOARD_SCHEME, settings.ASIXTO_DASHBOARD_PORT = "https", "8443"
+    body = {"username": "marta", "email": "marta@example.com", "role": "support"}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = alpha.api().post("/api/v1/users", body, content_type="application/json", HTTP_HOST=f"{alpha.domain}:6666")
+    assert response.status_code == 201, response.content
+    assert f"https://{alpha.domain}:8443/reset/" in mailoutbox[0].body and ":6666" not in mailoutbox[0].body
+
+
 @pytest.mark.parametrize("payload, field", [
     ({"username": "x", "role": "owner", "password": NEW_PASSWORD}, "role"),
     ({"username": "ana", "role": "support", "password": NEW_PASSWORD}, "username"),

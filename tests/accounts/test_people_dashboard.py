@@ -94,6 +94,8 @@ def test_it_signs_a_deactivated_user_out_at_once_and_refuses_their_password(alph
     assert alpha.dashboard().post("/login/", {"username": "sam", "password": PASSWORD}).status_code == 200
     admin.post(f"/people/{sam_id}/", {"is_active": "true"})
     assert alpha.dashboard().post("/login/", {"username": "sam", "password": PASSWORD}).status_code == 302
+    # Issue 19: the cookie from before the deactivation stays dead after the reactivation; the admin's works.
+    assert sam.get("/calls/").status_code == 302 and admin.get("/calls/").status_code == 200
 
 
 def test_it_keeps_the_last_active_admin(alpha):

@@ -122,6 +122,30 @@ def test_it_tells_the_model_about_arguments_that_are_not_json(alpha, soporte):
     assert SEARCH in told and "JSON" in told
 
 
+@pytest.mark.parametrize("arguments", [{"consulta": "rou\u0000ter"}, '{"consulta": "rou\\ud800ter"}'])
+def test_arguments_with_a_nul_or_a_lone_surrogate_are_refused_to_the_model_not_a_failed_turn(alpha, soporte, arguments):
+    """Issue 19 (low), A4: a NUL (or an unpaired surrogate) in a model's tool arguments failed the
+    turn as `internal` at the database; now those arguments never reach the server, the model is
+    told to correct them, its corrected call goes through, and the turn finishes."""
+    _desk, log = soporte
+    model, served = serve_model([call(SEARCH, arguments), call(SEARCH, {"consulta": "router"}), say("ok"), say("Hay routers.")])
+    with served as url, agent(alpha, f"{url}/v1"):
+        turn = run(alpha, post(alpha, "¿Routers?"))
+    assert turn.status == Turn.Status.DONE and turn.reply.text == "Hay routers.", turn.error_detail
+    assert [args for _name, args, _key in tool_calls_seen(log)] == [{"consulta": "router"}]
+    with alpha.schema():
+        outcomes = list(TurnStep.objects.filter(turn=turn, kind="tool").order_by("index").values_list("outcome", flat=True))
+    assert outcomes[0] == "invalid_arguments"
+
+
+def test_a_nul_in_the_models_words_is_kept_as_a_replacement_character(alpha, soporte):
+    """Issue 19 (low), A4: a reply with a NUL is stored and delivered with U+FFFD in its place."""
+    model, served = serve_model([say("Hola\u0000 Ana"), say("Hola\u0000 Ana")])
+    with served as url, agent(alpha, f"{url}/v1"):
+        turn = run(alpha, post(alpha, "Hola"))
+    assert turn.status == Turn.Status.DONE and turn.reply.text == "Hola\ufffd Ana"
+
+
 def test_it_stops_a_model_that_repeats_the_same_call(alpha, soporte):
     """R2: the same tool with the same arguments is executed once in a turn; the model is told it
     repeated itself; a model that keeps repeating is stopped (long before the iteration limit)

@@ -70,6 +70,8 @@ def test_operators_approve_list_change_and_disable_commands_through_the_api(oper
     ({"tenant_vars": [{"name": "NODE_OPTIONS", "secret": False}]}, "tenant_vars", "decides which code runs"),
     ({"tenant_vars": [{"name": "A"}, {"name": "A"}]}, "tenant_vars", "listed twice"),
     ({"tenant_vars": [{"name": "region"}]}, "tenant_vars", "in capitals"),
+    ({"tenant_vars": [{"name": ["API_TOKEN"]}]}, "tenant_vars", "Each variable is"),  # issue 19: was a 500
+    ({"tenant_vars": [{"name": {"a": 1}}]}, "tenant_vars", "Each variable is"),
     ({"tenant_vars": ["API_TOKEN"]}, "tenant_vars", "Each variable is"),
     ({"tenant_vars": [{"name": "BAD NAME"}]}, "tenant_vars", "Each variable is"),
     ({"fixed_env": {"A=B": "x"}}, "fixed_env", "Not a valid variable name"),
