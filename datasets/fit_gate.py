@@ -374,7 +374,7 @@ def lodo(domains: list[Domain], options, settings: list[dict]) -> None:
 
 
 def _set(name: str, value: str) -> None:
-    """A constant of the check ("READ_MARGIN", "module.NAME") or of this script ("FIT_RANKER") set from text."""
+    """A constant of the check ("GATE_THRESHOLD", "guard.READ_MARGIN") or of this script ("FIT_RANKER") set from text."""
     module_name, _dot, name = name.rpartition(".")
     owner = importlib.import_module(f"runtime.routing.{module_name}") if module_name else (
         gate if hasattr(gate, name) else sys.modules[__name__])
@@ -430,11 +430,11 @@ def main():
     parser.add_argument("--misses", action="store_true", help="print the left-out domains' misses")
     parser.add_argument("--write", action="store_true", help="fit on every dev domain and write the probes")
     parser.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE",
-                        help="another value of a constant (READ_MARGIN=3, module.NAME=…), set before any message is read")
+                        help="another value of a constant (GATE_THRESHOLD=0.5, guard.READ_MARGIN=3, module.NAME=…), set before any message is read")
     parser.add_argument("--grid", nargs="*", default=[], metavar="NAME=V1,V2",
                         help="--lodo for every combination of these values (rows read once)")
     options = parser.parse_args()
-    for assignment in options.set:  # before any message is read: "READ_MARGIN=3", "lexicon.X=…"
+    for assignment in options.set:  # before any message is read: "guard.READ_MARGIN=3", "lexicon.X=…"
         try:
             _set(*assignment.split("=", 1))
         except AttributeError as exc:

@@ -26,6 +26,14 @@ from runtime.routing.phrasings import done_before, kinds_asked
 from runtime.routing.words import fold
 
 ACTION_PROBE = Path(__file__).with_name("action_probe.json")
+
+
+def probability(log_odds: float) -> float:
+    """The logistic of `log_odds`, clipped so no value overflows."""
+    return 1 / (1 + math.exp(-max(min(log_odds, 50.0), -50.0)))
+
+
+
 PROBE_CLIP = 8.0
 KNOWING = {"status", "search", "locate"}
 # Fitted by datasets/fit_gate.py (leave one domain out); the order of `features`.

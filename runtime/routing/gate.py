@@ -12,7 +12,7 @@ catalog index built once per catalog version (`candidates.py`). A tool's score a
   level (read, or acting: write or destructive) fits what the message asks (`action.py`);
 - the tenant's examples, as requests of their tools.
 The weights are fitted on the development domains (a conditional logit), chosen by leaving one domain
-out. Check is never do (`_guarded`): a message that asks to know is not routed to a tool that acts.
+out. Check is never do (`guard.py`): a message that asks to know is not routed to a tool that acts.
 Whether a tool is needed at all is a calibrated gate: a logistic regression over a few facts of
 the message (its best tool's score and margin, the encoders' best cosines, word overlap, how close it
 is to small talk, its length, whether it asks for a kind of action no tool does, whether it is phrased
@@ -55,7 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
-from runtime.routing import action, encoder
+from runtime.routing import action, encoder, guard
 from runtime.routing.candidates import CatalogIndex, Signals, signals, with_e5
 from runtime.routing.language import text_language
 from runtime.routing.words import fold, normalise, stems
@@ -88,18 +88,6 @@ SMALL_TALK_SIMILARITY = 0.78  # this close to a small-talk phrase, with no tool 
 # both gates.
 REQUEST_PROBE = Path(__file__).with_name("request_probe.json")
 PROBE_CLIP = 8.0
-# Check or do, whatever the catalog: `action.acts` gives the log-odds that a message asks to change something
-# rather than to know something (a probe over its USE vector and the grammar of the request, fitted on the
-# development domains); the score weighs how well a tool's level fits it ("level").
-# A message that asks to know (P(acts) below ACTS_KNOW) is never routed to a tool that acts: the best read candidate
-# within READ_MARGIN of it takes its place, else nothing is routed. One that does not clearly ask to act (below
-# ACTS_DO) goes to the read candidate when it is within READ_MARGIN of the acting one (same topic, close call).
-# Chosen by leaving one development domain out (datasets/fit_gate.py --lodo --grid): stricter values cost routed
-# requests (they run unrouted) and save harmful routes (0.85: 2.8% harmful, gate 0.766; 0.7: 3.3%, gate 0.790).
-ACTS_KNOW, ACTS_DO, READ_MARGIN = 0.7, 0.85, 3.0
-# A tool that acts is routed only when the gate is this sure a tool is needed (below: the turn runs unrouted, the
-# model seeing every tool); a read tool needs only GATE_THRESHOLD.
-WRITE_BAND = 0.8
 # The tenant's examples are requests of their tools, compared as the requests built from a tool's verb are (the
 # "asks" signals, `candidates.signals`); a message this close to one (USE cosine, EXAMPLE_MATCH) is decided by it:
 # its tool, or no tool (a support correction of that very message). An extra score term for closeness to examples
@@ -313,7 +301,7 @@ def sounds_like_request(use: np.ndarray) -> float:
 def rank_features(s: Signals, *, full: bool) -> np.ndarray:
     """Per tool, the signals the score weighs (RANK_SIGNALS; e5's three only when `full`). "level" is how well
     the tool's level fits what the message asks: P(acts) − ½ for a tool that acts, ½ − P(acts) for one that reads."""
-    columns = [s.about, s.asks, np.minimum(s.lexical, LEX_CAP), s.kind, (_logit_p(s.acts) - 0.5) * (2 * s.acting - 1)]
+    columns = [s.about, s.asks, np.minimum(s.lexical, LEX_CAP), s.kind, (action.probability(s.acts) - 0.5) * (2 * s.acting - 1)]
     if full:
         columns += [s.about_e5, s.inputs_e5, s.asks_e5]
     return np.stack(columns, axis=1).astype(np.float32)
@@ -321,10 +309,6 @@ def rank_features(s: Signals, *, full: bool) -> np.ndarray:
 
 def cheap_scores(s: Signals) -> np.ndarray:
     return rank_features(s, full=False) @ np.asarray(CHEAP_WEIGHTS, dtype=np.float32)
-
-
-def _logit_p(log_odds: float) -> float:
-    return 1 / (1 + math.exp(-max(min(log_odds, 50.0), -50.0)))
 
 
 def tool_scores(s: Signals) -> np.ndarray:
@@ -498,49 +482,10 @@ def _only_data(reading: Reading, text: str) -> bool:
 def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) -> GateResult:
     """Route the last message of `messages` ([{"role": "user" | "assistant", "content": …}, …]).
     `cascade=False` reads every message with e5 (the bench compares both). A route to a tool that acts
-    is held to the check-or-do rules (`_guarded`)."""
+    is held to the check-or-do rules (`guard.guarded`)."""
     result = _decided(index, messages, cascade=cascade)
     text = str(messages[-1].get("content") or "") if messages else ""
-    return _guarded(index, result, text)
-
-
-def _guarded(index: CatalogIndex, result: GateResult, text: str = "") -> GateResult:
-    """Check is never do: a message that asks to know is not routed to a tool that acts (its read candidate
-    instead, when close, else nothing); a close call between a read and an acting candidate goes to the read
-    one; a tool that acts is routed only above WRITE_BAND. An agreement to the agent's offer is the customer's
-    own yes to that action."""
-    if not result.needs_tool or not result.candidates or result.reason == "agrees to the agent's offer":
-        return result
-    cards = {card.name: card for card in index.cards}
-    if not cards[result.best].acts:
-        return result
-    if result.follow_up:
-        # a follow-up carries an earlier request to act on only when it does not ask or put off something itself
-        # ("¿y si luego quiero volver a pedir…?", "mejor al rato lo hago", "first tell me what number you have")
-        plain = normalise(text)
-        if action.asks_to_know(text, plain) or action.puts_off(plain):
-            return replace(result, needs_tool=False, reason=f"{result.reason}; it asks or puts off, and its tool acts")
-    acts = _logit_p(result.acts)
-    top = result.candidates[0][1]
-    reads = [c for c in result.candidates if not cards[c[0]].acts and c[1] >= top - READ_MARGIN]
-    if reads and acts < ACTS_DO:
-        first = reads[0]
-        return replace(result, candidates=[first, *[c for c in result.candidates if c != first]],
-                       reason=f"{result.reason}; asks to know: the read tool first")
-    if acts < ACTS_KNOW:
-        return replace(result, needs_tool=False, reason=f"{result.reason}; asks to know, and its tool acts")
-    if result.probability < WRITE_BAND:
-        return replace(result, needs_tool=False, reason=f"{result.reason}; a tool that acts, below its band")
-    return result
-
-
-def acting_route_allowed(result: GateResult, *, sure: bool = False) -> bool:
-    """Whether a tool that acts may be shown alone for this decision: the customer agreed to the agent's
-    offer of it, or what decided asks to act (P(acts) at least ACTS_KNOW; ACTS_DO when `sure`) and the gate
-    is at least WRITE_BAND sure a tool is needed."""
-    if result.reason == "agrees to the agent's offer":
-        return True
-    return result.probability >= WRITE_BAND and _logit_p(result.acts) >= (ACTS_DO if sure else ACTS_KNOW)
+    return guard.guarded(index, result, text)
 
 
 def _taught_decision(index: CatalogIndex, reading: Reading, ranked) -> GateResult | None:

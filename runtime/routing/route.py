@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from runtime.model_client import Endpoint
 from runtime.routing.candidates import Example, ToolCard
 from runtime.routing.compose import compose_instruction, fitting_details
-from runtime.routing.gate import GateResult, acting_route_allowed, check
+from runtime.routing.gate import GateResult, check
+from runtime.routing.guard import acting_route_allowed
 from runtime.routing.index_store import ready_index
 from runtime.routing.router import Facts, ask_router
 
@@ -64,7 +65,7 @@ def route_message(*, cards: list[ToolCard], conversation: list[dict], endpoint: 
         return None, record
     card = by_name[facts.tool]
     if card.acts and not acting_route_allowed(gate, sure=card.name != gate.best):
-        # a tool that acts is shown alone only when the check lets it through (`gate._guarded`), and one the
+        # a tool that acts is shown alone only when the check lets it through (`guard.guarded`), and one the
         # check did not put first only when the message clearly asks to act; else the turn runs unrouted, the
         # model seeing every tool
         record["outcome"] = "acting tool held back"

@@ -11,7 +11,8 @@ import pytest
 from runtime.model_client import Endpoint
 from runtime.routing.candidates import ToolCard, catalog_index
 from runtime.routing.compose import compose_instruction
-from runtime.routing.gate import GateResult, acting_route_allowed, check
+from runtime.routing.gate import GateResult, check
+from runtime.routing.guard import acting_route_allowed
 from runtime.routing.route import confirmed, route_message
 from runtime.routing.router import Facts
 from tests.support.mcp_servers import serve_asgi
