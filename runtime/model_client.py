@@ -31,6 +31,7 @@ MAX_DETAIL = 300
 # address the outbound rules checked (M2: a DNS answer that changes after the check cannot reach a
 # private host). Building it opens nothing, so it is built at import, like the gateway's.
 _client = outbound_client(
+    purpose="model",
     limits=httpx.Limits(max_connections=512, max_keepalive_connections=64), headers={"User-Agent": "asixto-runtime"}
 )
 
@@ -84,7 +85,7 @@ def complete(*, endpoint: Endpoint, messages: list[dict], tools: list[dict] | No
     if not endpoint.base_url or not endpoint.model:
         raise ModelError("model_not_configured", "no model endpoint or model name in the agent settings")
     try:
-        check_url(endpoint.url)
+        check_url(endpoint.url, purpose="model")
     except OutboundRefused as exc:
         raise ModelError("model_refused", exc.message) from exc
     payload = {"model": endpoint.model, "messages": messages, "stream": False}

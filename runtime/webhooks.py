@@ -61,6 +61,7 @@ RETRYABLE_STATUSES = {408, 429}
 # skip the outbound check), connecting only to addresses the outbound rules checked at connect time
 # (M2: a name that rebinds to a private address after the check is refused).
 _client = outbound_client(
+    purpose="webhook",
     limits=httpx.Limits(max_connections=200, max_keepalive_connections=20), headers={"User-Agent": "asixto-webhooks/1"}
 )
 
@@ -111,7 +112,7 @@ def retry_delay(*, attempt: int, status_code: int | None, retry_after: float | N
 def check_callback_url(url: str) -> None:
     """M2 at the time the URL is set: an ApplicationError naming the `url` field if refused."""
     try:
-        check_url(url)
+        check_url(url, purpose="webhook")
     except OutboundRefused as exc:
         raise ApplicationError(exc.message, fields={"url": [exc.message]}) from exc
 
@@ -297,7 +298,7 @@ def _attempt(webhook: ChannelWebhook, record: dict, body: bytes) -> float | None
     started = time.monotonic()
     status_code, retry_after, error = None, None, ("", {})
     try:
-        check_url(webhook.url)  # again before each attempt: DNS answers change (M2)
+        check_url(webhook.url, purpose="webhook")  # again before each attempt: DNS answers change (M2)
     except OutboundRefused as exc:
         _record(record, WebhookDelivery.Outcome.REFUSED, None, (errors.REFUSED, errors.refused_params(exc)), started)
         return None

@@ -98,11 +98,11 @@ class ApprovedCommandAdmin(PublicOnlyAdmin):
 class ApprovedPrivateHostAdmin(PublicOnlyAdmin):
     """Private hosts tenants may reach with the global guard on (M2); who approved each is kept."""
 
-    list_display = ["host", "tenant", "allow_http", "note", "approved_by", "approved_at"]
+    list_display = ["host", "ports", "purposes", "tenant", "allow_http", "note", "approved_by", "approved_at"]
     list_filter = ["allow_http"]
     search_fields = ["host", "note", "tenant__slug"]
     readonly_fields = ["approved_by", "approved_at"]
-    fields = ["host", "tenant", "allow_http", "note", "approved_by", "approved_at"]
+    fields = ["host", "ports", "purposes", "tenant", "allow_http", "note", "approved_by", "approved_at"]
 
     def save_model(self, request, obj, form, change):
         obj.approved_by = request.user.get_username()

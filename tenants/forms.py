@@ -61,13 +61,13 @@ class TenantSettingsForm(forms.ModelForm):
         return items
 
     def clean_model_base_url(self):
-        return _reachable_endpoint(self.cleaned_data["model_base_url"], self.instance)
+        return _reachable_endpoint(self.cleaned_data["model_base_url"], self.instance, "model")
 
     def clean_router_base_url(self):
-        return _reachable_endpoint(self.cleaned_data["router_base_url"], self.instance)
+        return _reachable_endpoint(self.cleaned_data["router_base_url"], self.instance, "model")
 
     def clean_search_url(self):
-        return _reachable_endpoint(self.cleaned_data["search_url"], self.instance)
+        return _reachable_endpoint(self.cleaned_data["search_url"], self.instance, "search")
 
     def clean(self):
         cleaned = super().clean()
@@ -88,9 +88,9 @@ class TenantSettingsForm(forms.ModelForm):
         return data
 
 
-def _reachable_endpoint(url, tenant):
+def _reachable_endpoint(url, tenant, purpose):
     """Model endpoints follow the MCP servers' outbound rules (M2), approvals of `tenant` included."""
-    problem = endpoint_problem(url, tenant=tenant)
+    problem = endpoint_problem(url, tenant=tenant, purpose=purpose)
     if problem:
         raise forms.ValidationError(problem)
     return url

@@ -15,7 +15,7 @@ from django.utils.translation import gettext_lazy as _
 from django_tenants.models import DomainMixin, TenantMixin
 
 from tenants.crypto import EncryptedTextField
-from tenants.outbound import normalise_approved_host
+from tenants.outbound import PURPOSES, normalise_approved_host, parse_ports
 
 SLUG_PATTERN = r"^[a-z][a-z0-9-]{1,38}[a-z0-9]$"
 RESERVED_SLUGS = {"public", "www", "admin", "api", "static", "pg-catalog", "information-schema"}
@@ -227,6 +227,10 @@ class StdioAccount(models.Model):
         return f"{self.tenant} {self.server_id} #{self.pk}"
 
 
+def default_approval_purposes():
+    return ["model", "mcp"]
+
+
 class ApprovedPrivateHost(models.Model):
     """A private host or network an operator approved as an outbound target (M2): a tenant's
     self-hosted model or MCP server on a private network, reachable without turning
@@ -245,6 +249,15 @@ class ApprovedPrivateHost(models.Model):
         _("plain http allowed"), default=False,
         help_text=_("For servers on a private network without a publicly trusted certificate. Secrets then travel unencrypted."),
     )
+    ports = models.CharField(
+        _("ports"), max_length=200, blank=True,
+        help_text=_("The ports it may be reached on, separated by commas (8000, 8443). Empty: 443 and 80 only."),
+    )
+    purposes = models.JSONField(
+        _("purposes"), default=default_approval_purposes, blank=True,
+        help_text=_('What it is for: any of "model", "mcp", "webhook", "search". Pages a customer or the agent '
+                    "names are never read through an approval."),
+    )
     note = models.CharField(_("note"), max_length=300, blank=True)
     approved_by = models.CharField(_("approved by"), max_length=150, blank=True, editable=False)
     approved_at = models.DateTimeField(_("approved at"), default=timezone.now, editable=False)
@@ -261,7 +274,19 @@ class ApprovedPrivateHost(models.Model):
 
     def clean_fields(self, exclude=None):
         super().clean_fields(exclude=exclude)
+        problems = {}
         try:
             self.host = normalise_approved_host(self.host)
         except ValueError as exc:
-            raise ValidationError({"host": [str(exc)]}) from exc
+            problems["host"] = [str(exc)]
+        try:
+            self.ports = ", ".join(str(port) for port in sorted(parse_ports(self.ports)))
+        except ValueError as exc:
+            problems["ports"] = [_(str(exc))]
+        if (not isinstance(self.purposes, list) or not self.purposes
+                or not all(isinstance(purpose, str) and purpose in PURPOSES for purpose in self.purposes)):
+            problems["purposes"] = [_("One or more of: %(names)s.") % {"names": ", ".join(PURPOSES)}]
+        else:
+            self.purposes = sorted(set(self.purposes), key=PURPOSES.index)
+        if problems:
+            raise ValidationError(problems)

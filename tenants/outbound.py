@@ -172,23 +172,47 @@ def normalise_approved_host(text: str) -> str:
     return text
 
 
+# What an approval is for (issue 19, M2): a tenant's model endpoints, its MCP servers, its webhooks,
+# its search backend. Pages a customer or a model names (`read_page`) never use an approval.
+PURPOSES = ("model", "mcp", "webhook", "search")
+DEFAULT_PORTS = frozenset({80, 443})  # what an approval naming no port covers
+
+
+def parse_ports(text: str) -> frozenset[int]:
+    """"443", "8000, 8443" → the ports; ValueError for anything else. Empty: DEFAULT_PORTS."""
+    ports = set()
+    for part in filter(None, (piece.strip() for piece in str(text or "").split(","))):
+        if not (part.isascii() and part.isdigit()) or not 1 <= int(part) <= 65535:
+            raise ValueError(gettext_noop("Ports are numbers from 1 to 65535, separated by commas."))
+        ports.add(int(part))
+    return frozenset(ports)
+
+
 @dataclass(frozen=True)
 class Approval:
-    """One approved private host name or network, as the check needs it (plain data)."""
+    """One approved private host name or network, as the check needs it (plain data): on the
+    ports it names (DEFAULT_PORTS when it names none)."""
 
     host: str = ""
     network: Network | None = None
     allow_http: bool = False
+    ports: frozenset[int] = frozenset()
 
     @classmethod
-    def of(cls, host: str, *, allow_http: bool = False) -> Approval:
+    def of(cls, host: str, *, allow_http: bool = False, ports: str = "") -> Approval:
         host = normalise_approved_host(host)
         try:
-            return cls(network=ipaddress.ip_network(host), allow_http=allow_http)
+            ports_named = parse_ports(ports)
         except ValueError:
-            return cls(host=host, allow_http=allow_http)
+            ports_named = frozenset({0})  # a stored value no port matches: it covers nothing
+        try:
+            return cls(network=ipaddress.ip_network(host), allow_http=allow_http, ports=ports_named)
+        except ValueError:
+            return cls(host=host, allow_http=allow_http, ports=ports_named)
 
-    def covers(self, host: str, address: Address) -> bool:
+    def covers(self, host: str, address: Address, port: int | None = None) -> bool:
+        if port is not None and port not in (self.ports or DEFAULT_PORTS):
+            return False
         if self.network is not None:
             return address in self.network or reached(address) in self.network
         # A name is trusted for its private addresses only: its owner controls its DNS, and
@@ -209,8 +233,8 @@ class OutboundPolicy:
     allow_private: bool = False
     approvals: tuple[Approval, ...] = ()
 
-    def vet(self, *, scheme: str, host: str, addresses: Sequence[Address]) -> None:
-        """Raise OutboundRefused unless `scheme://host` resolving to `addresses` may be reached."""
+    def vet(self, *, scheme: str, host: str, addresses: Sequence[Address], port: int | None = None) -> None:
+        """Raise OutboundRefused unless `scheme://host:port` resolving to `addresses` may be reached."""
         if self.allow_private:
             if not addresses:
                 raise refusal(gettext_noop("The host %(host)s does not resolve."), host=host)
@@ -219,21 +243,21 @@ class OutboundPolicy:
             raise refused_host(host)
         private = [address for address in addresses if not is_public(address)]
         for address in private:
-            if not any(approval.covers(host, address) for approval in self.approvals):
+            if not any(approval.covers(host, address, port) for approval in self.approvals):
                 raise refused_host(host)
         if scheme != "https":
             # Plain http only where nothing is public and every address was approved for it.
             if len(private) != len(addresses) or not all(
-                any(approval.allow_http and approval.covers(host, address) for approval in self.approvals)
+                any(approval.allow_http and approval.covers(host, address, port) for approval in self.approvals)
                 for address in addresses
             ):
                 raise refused_http()
 
 
-def outbound_policy(*, tenant=None) -> OutboundPolicy:
+def outbound_policy(*, tenant=None, purpose: str | None = None) -> OutboundPolicy:
     """The rules for `tenant` (default: the tenant whose schema is active) as they are now:
-    the operator setting and the approvals for that tenant or for every tenant. Reads the
-    database, so call it from sync code."""
+    the operator setting and the approvals for that tenant or for every tenant, given for
+    `purpose` (PURPOSES; None: no approval applies). Reads the database, so call it from sync code."""
     from django.db import connection
     from django.db.models import Q
 
@@ -243,23 +267,26 @@ def outbound_policy(*, tenant=None) -> OutboundPolicy:
     applies = Q(tenant__isnull=True)
     if schema and schema != "public":
         applies |= Q(tenant__schema_name=schema)
-    rows = ApprovedPrivateHost.objects.filter(applies).values_list("host", "allow_http")
+    rows = ApprovedPrivateHost.objects.filter(applies, purposes__contains=[purpose]).values_list("host", "allow_http", "ports")
     return OutboundPolicy(
         allow_private=settings.ASIXTO_ALLOW_PRIVATE_HOSTS,
-        approvals=tuple(Approval.of(host, allow_http=allow_http) for host, allow_http in rows),
+        approvals=tuple(Approval.of(host, allow_http=allow_http, ports=ports) for host, allow_http, ports in rows)
+        if purpose in PURPOSES else (),
     )
 
 
-def vet(*, scheme: str, host: str, addresses: Sequence[Address], policy: OutboundPolicy | None = None, tenant=None) -> None:
-    """`policy.vet`, or with no policy the live rules: the setting now, and the approvals read
-    only when they matter (a non-public address or plain http), so a public host costs no query."""
+def vet(*, scheme: str, host: str, addresses: Sequence[Address], policy: OutboundPolicy | None = None, tenant=None,
+        port: int | None = None, purpose: str | None = None) -> None:
+    """`policy.vet`, or with no policy the live rules: the setting now, and the approvals for
+    `purpose` read only when they matter (a non-public address or plain http), so a public host
+    costs no query."""
     if policy is None:
         allow = settings.ASIXTO_ALLOW_PRIVATE_HOSTS
-        if allow or (scheme == "https" and addresses and all(map(is_public, addresses))):
+        if allow or purpose is None or (scheme == "https" and addresses and all(map(is_public, addresses))):
             policy = OutboundPolicy(allow_private=allow)
         else:
-            policy = outbound_policy(tenant=tenant)
-    policy.vet(scheme=scheme, host=host, addresses=addresses)
+            policy = outbound_policy(tenant=tenant, purpose=purpose)
+    policy.vet(scheme=scheme, host=host, addresses=addresses, port=port)
 
 
 @lru_cache(maxsize=1024)
@@ -333,12 +360,13 @@ def addresses_of(infos: Iterable[tuple]) -> list[Address]:
 
 
 def check_url(url, *, policy: OutboundPolicy | None = None, tenant=None, allow_private: bool | None = None,
-              timeout: float | None = None):
+              timeout: float | None = None, purpose: str | None = None):
     """Return the addresses `url` resolves to, or raise OutboundRefused with a clear reason
     (LookupTimedOut when the name took longer than `timeout`, or DNS_TIMEOUT_SECONDS, to resolve).
 
-    With no `policy`, the live rules for `tenant` (default: the active schema's tenant);
-    `allow_private` forces the operator setting either way, with no approvals."""
+    With no `policy`, the live rules for `tenant` (default: the active schema's tenant) and its
+    approvals for `purpose` (none without one); `allow_private` forces the operator setting
+    either way, with no approvals."""
     if policy is None and allow_private is not None:
         policy = OutboundPolicy(allow_private=allow_private)
     target = _target(url) if isinstance(url, str) and len(url) <= 2048 else _target.__wrapped__(url)
@@ -350,7 +378,7 @@ def check_url(url, *, policy: OutboundPolicy | None = None, tenant=None, allow_p
         raise refusal(gettext_noop("Put credentials in the auth headers, not in the URL."))
     scheme, host, port = target
     addresses = resolve(host, port, timeout=timeout)
-    vet(scheme=scheme, host=host, addresses=addresses, policy=policy, tenant=tenant)
+    vet(scheme=scheme, host=host, addresses=addresses, policy=policy, tenant=tenant, port=port, purpose=purpose)
     return addresses
 
 
@@ -370,13 +398,14 @@ def _target(url) -> tuple[str, str, int] | str:
     return parts.scheme, parts.hostname, port
 
 
-def endpoint_problem(url: str, *, tenant=None) -> str | None:
-    """Why `url` cannot be saved as one of `tenant`'s endpoints (a model, a webhook), or None.
-    For serializers and forms: the same rules as MCP servers, that tenant's approvals included."""
+def endpoint_problem(url: str, *, tenant=None, purpose: str) -> str | None:
+    """Why `url` cannot be saved as one of `tenant`'s endpoints for `purpose` (a model, a webhook,
+    a search backend), or None. For serializers and forms: the same rules as MCP servers, that
+    tenant's approvals for that purpose included."""
     if not url:
         return None
     try:
-        check_url(url, tenant=tenant)
+        check_url(url, tenant=tenant, purpose=purpose)
     except OutboundRefused as exc:
         return exc.message
     return None

@@ -1,9 +1,9 @@
 """HTTP clients for every outbound request (M2): they connect only where `tenants.outbound` allows.
 
-    outbound_client(*, policy=None, headers=None, timeout=10.0, limits=None, verify=None,
+    outbound_client(*, purpose, policy=None, headers=None, timeout=10.0, limits=None, verify=None,
                     event_hooks=None) -> httpx.Client            (our own requests: the model
                                                                   client, webhooks)
-    outbound_transport(*, policy=None, limits=None, verify=None)
+    outbound_transport(*, purpose, policy=None, limits=None, verify=None)
                     -> httpx.BaseTransport                        (the gateway's tool calls: the
                                                                   same checked connections, sent
                                                                   without httpx.Client's layer)
@@ -34,10 +34,14 @@ only. Async code (the SDK runs in an event loop) passes a policy built beforehan
 with `tenants.outbound.outbound_policy(tenant=...)`; given none, it gets the operator setting
 alone, without approvals.
 
+Every client names its `purpose` (`tenants.outbound.PURPOSES`: "model", "mcp", "webhook",
+"search"): only the private-host approvals given for that purpose, on the port connected to,
+apply (issue 19, M2); `purpose=None` uses none (pages a customer or a model names).
+
 For a model client or webhooks: check the saved URL early for a clear message
-(`tenants.outbound.check_url(url, tenant=tenant)` raises OutboundRefused), then send through
-`outbound_client(headers=..., timeout=...)` inside the tenant's schema (or with
-`policy=outbound_policy(tenant=tenant)`); a refusal at connect time is an `httpx.ConnectError`
+(`tenants.outbound.check_url(url, tenant=tenant, purpose=...)` raises OutboundRefused), then send
+through `outbound_client(purpose=..., headers=..., timeout=...)` inside the tenant's schema (or with
+`policy=outbound_policy(tenant=tenant, purpose=...)`); a refusal at connect time is an `httpx.ConnectError`
 whose `refusal_of(...)` is not None — nothing was sent, and retrying will not help.
 """
 
@@ -73,9 +77,9 @@ from tenants.outbound import (
 
 DEFAULT_TIMEOUT = 10.0
 
-# The scheme and policy of the request being sent, for the network backend below, which is
-# only told a host and a port. Set around each request; a connection is made inside it.
-_sending: ContextVar[tuple[str, OutboundPolicy | None] | None] = ContextVar("outbound_sending", default=None)
+# The scheme, policy and purpose of the request being sent, for the network backend below, which
+# is only told a host and a port. Set around each request; a connection is made inside it.
+_sending: ContextVar[tuple[str, OutboundPolicy | None, str | None] | None] = ContextVar("outbound_sending", default=None)
 # The time.monotonic() by which the current request must be over, if its caller set one.
 _deadline: ContextVar[float | None] = ContextVar("outbound_deadline", default=None)
 
@@ -133,11 +137,11 @@ def no_cookies() -> CookieJar:
     return CookieJar(policy=_NoCookies())
 
 
-def _judge(host: str, addresses, *, live_ok: bool) -> None:
-    scheme, policy = _sending.get() or ("https", None)
+def _judge(host: str, port: int, addresses, *, live_ok: bool) -> None:
+    scheme, policy, purpose = _sending.get() or ("https", None, None)
     if policy is None and not live_ok:
         policy = OutboundPolicy(allow_private=settings.ASIXTO_ALLOW_PRIVATE_HOSTS)
-    vet(scheme=scheme, host=host, addresses=addresses, policy=policy)
+    vet(scheme=scheme, host=host, addresses=addresses, policy=policy, port=port, purpose=purpose)
 
 
 class _DeadlineStream(httpcore.NetworkStream):
@@ -173,7 +177,7 @@ class _CheckedBackend(httpcore.NetworkBackend):
         timeout = _clamped(timeout, httpcore.ConnectTimeout)
         try:
             addresses = resolve(host, port, timeout=timeout)
-            _judge(host, addresses, live_ok=True)
+            _judge(host, port, addresses, live_ok=True)
         except OutboundRefused as exc:
             raise RefusedConnection(exc.message, code=exc.code, params=exc.params, kind=exc.kind) from None
         failure = None
@@ -209,7 +213,7 @@ class _AsyncCheckedBackend(httpcore2.AsyncNetworkBackend):
             late = lookup_timed_out(host)
             raise AsyncRefusedConnection(late.message, code=late.code, params=late.params, kind=late.kind) from None
         try:
-            _judge(host, addresses, live_ok=False)
+            _judge(host, port, addresses, live_ok=False)
         except OutboundRefused as exc:
             raise AsyncRefusedConnection(exc.message, code=exc.code, params=exc.params, kind=exc.kind) from None
         failure = None
@@ -242,9 +246,9 @@ async def _resolve_async(host: str, port: int):
 
 
 class _CheckedTransport(httpx.HTTPTransport):
-    def __init__(self, *, policy: OutboundPolicy | None, verify: ssl.SSLContext, limits: httpx.Limits):
+    def __init__(self, *, policy: OutboundPolicy | None, verify: ssl.SSLContext, limits: httpx.Limits, purpose: str | None):
         super().__init__(verify=verify, limits=limits, trust_env=False)
-        self._policy = policy
+        self._policy, self._purpose = policy, purpose
         self._pool = httpcore.ConnectionPool(
             ssl_context=verify, max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections, keepalive_expiry=limits.keepalive_expiry,
@@ -252,7 +256,7 @@ class _CheckedTransport(httpx.HTTPTransport):
         )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        token = _sending.set((request.url.scheme, self._policy))
+        token = _sending.set((request.url.scheme, self._policy, self._purpose))
         try:
             return super().handle_request(request)
         finally:
@@ -260,9 +264,9 @@ class _CheckedTransport(httpx.HTTPTransport):
 
 
 class _AsyncCheckedTransport(httpx2.AsyncHTTPTransport):
-    def __init__(self, *, policy: OutboundPolicy | None, verify: ssl.SSLContext, limits: httpx2.Limits):
+    def __init__(self, *, policy: OutboundPolicy | None, verify: ssl.SSLContext, limits: httpx2.Limits, purpose: str | None):
         super().__init__(verify=verify, limits=limits, trust_env=False)
-        self._policy = policy
+        self._policy, self._purpose = policy, purpose
         self._pool = httpcore2.AsyncConnectionPool(
             ssl_context=verify, max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections, keepalive_expiry=limits.keepalive_expiry,
@@ -270,7 +274,7 @@ class _AsyncCheckedTransport(httpx2.AsyncHTTPTransport):
         )
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        token = _sending.set((request.url.scheme, self._policy))
+        token = _sending.set((request.url.scheme, self._policy, self._purpose))
         try:
             return await super().handle_async_request(request)
         finally:
@@ -293,6 +297,7 @@ def _verifying(context: ssl.SSLContext) -> ssl.SSLContext:
 
 def outbound_client(
     *,
+    purpose: str | None,
     policy: OutboundPolicy | None = None,
     headers: Mapping[str, str] | None = None,
     timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
@@ -304,7 +309,7 @@ def outbound_client(
     limits = limits or httpx.Limits()
     context = _verifying(verify or default_tls_context())
     return httpx.Client(
-        transport=_CheckedTransport(policy=policy, verify=context, limits=limits),
+        transport=_CheckedTransport(policy=policy, verify=context, limits=limits, purpose=purpose),
         headers=dict(headers or {}), timeout=timeout, cookies=no_cookies(), follow_redirects=False,
         trust_env=False, event_hooks=dict(event_hooks or {}),
     )
@@ -312,6 +317,7 @@ def outbound_client(
 
 def outbound_transport(
     *,
+    purpose: str | None,
     policy: OutboundPolicy | None = None,
     limits: httpx.Limits | None = None,
     verify: ssl.SSLContext | None = None,
@@ -323,11 +329,12 @@ def outbound_transport(
     hooks. That layer costs about as much CPU as the rest of a small request on loopback (P1).
     The caller closes each response."""
     limits = limits or httpx.Limits()
-    return _CheckedTransport(policy=policy, verify=_verifying(verify or default_tls_context()), limits=limits)
+    return _CheckedTransport(policy=policy, verify=_verifying(verify or default_tls_context()), limits=limits, purpose=purpose)
 
 
 def outbound_async_client(
     *,
+    purpose: str | None,
     policy: OutboundPolicy | None = None,
     headers: Mapping[str, str] | None = None,
     timeout: httpx2.Timeout | float = DEFAULT_TIMEOUT,
@@ -339,7 +346,7 @@ def outbound_async_client(
     limits = limits or httpx2.Limits()
     context = _verifying(verify or default_tls_context())
     return httpx2.AsyncClient(
-        transport=_AsyncCheckedTransport(policy=policy, verify=context, limits=limits),
+        transport=_AsyncCheckedTransport(policy=policy, verify=context, limits=limits, purpose=purpose),
         headers=dict(headers or {}), timeout=timeout, cookies=no_cookies(), follow_redirects=False,
         trust_env=False, event_hooks=dict(event_hooks or {}),
     )

@@ -88,13 +88,13 @@ def server_target(server: McpServer) -> "mcp.ServerTarget":
     _check_reachable(server.url)
     return mcp.ServerTarget(
         transport=server.transport, url=server.url, headers=server.headers, timeout=server.timeout_seconds,
-        discover=server.discover_result, legacy=server.is_legacy, outbound=outbound_policy(),
+        discover=server.discover_result, legacy=server.is_legacy, outbound=outbound_policy(purpose="mcp"),
     )
 
 
 def _check_reachable(url):
     try:
-        check_url(url)
+        check_url(url, purpose="mcp")
     except OutboundRefused as exc:
         raise ApplicationError(exc.message, fields={"url": [exc.message]}) from exc
 

@@ -58,16 +58,18 @@ def page_text(html: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def _get(url: str, *, params=None, max_bytes: int) -> tuple[int, str, bytes, str | None]:
-    """GET through the outbound client, bounded; returns (status, content type, body, encoding)."""
+def _get(url: str, *, params=None, max_bytes: int, purpose: str | None) -> tuple[int, str, bytes, str | None]:
+    """GET through the outbound client, bounded; returns (status, content type, body, encoding).
+    `purpose` "search" lets the tenant's approvals for its search backend apply; a page a customer
+    or the model names (`purpose` None) gets none of them, only the operator's setting (issue 19, M2)."""
     try:
-        check_url(url, tenant=current_tenant())
+        check_url(url, tenant=current_tenant(), purpose=purpose)
     except OutboundRefused as refused:
         raise Refusal(_("That address cannot be read: %(reason)s") % {"reason": refused.message})
     body = b""
     deadline = time.monotonic() + settings.ASIXTO_PAGE_TIMEOUT  # a server dripping bytes stops here too
     try:
-        with outbound_client(timeout=settings.ASIXTO_PAGE_TIMEOUT) as client:
+        with outbound_client(purpose=purpose, timeout=settings.ASIXTO_PAGE_TIMEOUT) as client:
             with client.stream("GET", url, params=params, headers={"Accept": "text/html, text/plain, application/json"}) as response:
                 for chunk in response.iter_bytes():
                     body += chunk
@@ -86,7 +88,7 @@ def _search(arguments, context) -> Result:
     backend = current_tenant().search_url or settings.ASIXTO_SEARCH_URL
     if not backend:
         raise Refusal(_("Web search is not configured. Answer without it."))
-    status, _type, body, _encoding = _get(backend, params={"q": arguments["query"]}, max_bytes=MAX_SEARCH_BYTES)
+    status, _type, body, _encoding = _get(backend, params={"q": arguments["query"]}, max_bytes=MAX_SEARCH_BYTES, purpose="search")
     try:
         found = json.loads(body) if status == 200 else None
         results = [{"title": str(item.get("title", ""))[:200], "url": str(item.get("url", ""))[:500],
@@ -102,7 +104,7 @@ def _read(arguments, context) -> Result:
     url = arguments["url"]
     if not url.startswith(("https://", "http://")):
         raise Refusal(_("Only http and https addresses can be read."))
-    status, content_type, body, encoding = _get(url, max_bytes=settings.ASIXTO_PAGE_MAX_BYTES)
+    status, content_type, body, encoding = _get(url, max_bytes=settings.ASIXTO_PAGE_MAX_BYTES, purpose=None)
     if 300 <= status < 400:
         raise Refusal(_("The page moved elsewhere; redirects are not followed. Answer without it."))
     if status != 200:

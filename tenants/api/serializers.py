@@ -59,13 +59,13 @@ class TenantSettingsSerializer(StrictModelSerializer):
         return bool(tenant.router_api_key)
 
     def validate_model_base_url(self, value):
-        return _reachable_endpoint(value, self.instance)
+        return _reachable_endpoint(value, self.instance, "model")
 
     def validate_router_base_url(self, value):
-        return _reachable_endpoint(value, self.instance)
+        return _reachable_endpoint(value, self.instance, "model")
 
     def validate_search_url(self, value):
-        return _reachable_endpoint(value, self.instance)
+        return _reachable_endpoint(value, self.instance, "search")
 
     def validate(self, attrs):
         result_budget = attrs.get("result_budget", getattr(self.instance, "result_budget", 3000))
@@ -75,9 +75,9 @@ class TenantSettingsSerializer(StrictModelSerializer):
         return attrs
 
 
-def _reachable_endpoint(url, tenant):
+def _reachable_endpoint(url, tenant, purpose):
     """Model endpoints follow the MCP servers' outbound rules (M2), approvals of `tenant` included."""
-    problem = endpoint_problem(url, tenant=tenant)
+    problem = endpoint_problem(url, tenant=tenant, purpose=purpose)
     if problem:
         raise serializers.ValidationError(problem)
     return url

@@ -166,3 +166,24 @@ def test_page_reading_is_refused_and_recorded_while_public_sources_are_off(alpha
         flush_records()
         assert ToolCall.objects.filter(tool_name=READ, outcome="refused").count() == 1
     assert public_web.requests == []
+
+
+def test_page_reading_never_uses_a_private_host_approval(alpha, web, switched_on):
+    """Issue 19 M2: the tenant's approval of the loopback host, on the page's port and for every
+    purpose, lets its search backend through but never a page a customer or the model names."""
+    from django.db import connection
+
+    from tenants.models import ApprovedPrivateHost
+
+    public_web, base = web
+    port = base.rsplit(":", 1)[1].split("/")[0]
+    connection.set_schema_to_public()
+    ApprovedPrivateHost.objects.create(host="127.0.0.1", tenant=alpha.tenant, ports=port, allow_http=True,
+                                       purposes=["model", "mcp", "webhook", "search"])
+    context = Context(turn_id=None, conversation_id="", channel="chat", idempotency_key="t:3", language="en")
+    with alpha.schema(), override_settings(ASIXTO_ALLOW_PRIVATE_HOSTS=False):
+        page, _result = call_builtin(tool=TOOLS[READ], arguments={"url": f"{base}/page"}, context=context)
+        search, _found = call_builtin(tool=TOOLS[SEARCH], arguments={"query": "horario"}, context=context)
+    assert page.outcome == "business_error" and "cannot be read" in page.model_text
+    assert search.outcome == "ok", search.model_text
+    assert [request for request in public_web.requests if "/page" in str(request)] == []

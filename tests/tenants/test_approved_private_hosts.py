@@ -31,9 +31,9 @@ def approve(host, tenant=None, **fields):
     return approval
 
 
-def allowed(url, tenant):
+def allowed(url, tenant, purpose="model"):
     try:
-        check_url(url, tenant=tenant)
+        check_url(url, tenant=tenant, purpose=purpose)
     except OutboundRefused:
         return False
     return True
@@ -51,8 +51,33 @@ def test_it_approves_a_network_for_one_tenant_only(alpha, beta):
 
 def test_it_approves_a_host_for_every_tenant_when_no_tenant_is_named(alpha, beta):
     """M2: an approval without a tenant is the platform's own shared service, open to all."""
-    approve("10.9.9.9")
+    approve("10.9.9.9", ports="443, 8443")
     assert allowed("https://10.9.9.9:8443/v1", alpha.tenant) and allowed("https://10.9.9.9/v1", beta.tenant)
+
+
+def test_an_approval_covers_the_ports_it_names_only(alpha):
+    """Issue 19 M2: an approval that names no port covers 443 and 80; one that names ports covers
+    those; no approval covers every port of a host."""
+    approve("10.0.5.0/24", tenant=alpha.tenant)
+    assert allowed("https://10.0.5.20/v1", alpha.tenant) and not allowed("https://10.0.5.20:8443/v1", alpha.tenant)
+    approve("10.0.7.3", tenant=alpha.tenant, ports="8000,8443", allow_http=True)
+    assert allowed("https://10.0.7.3:8443/v1", alpha.tenant) and allowed("http://10.0.7.3:8000/v1", alpha.tenant)
+    assert not allowed("https://10.0.7.3/v1", alpha.tenant) and not allowed("http://10.0.7.3:6379/", alpha.tenant)
+    with pytest.raises(ValidationError):
+        approve("10.0.8.1", ports="80, http")
+
+
+def test_an_approval_serves_the_purposes_it_names_only(alpha):
+    """Issue 19 M2: a model host approved for models is not a webhook target, a search backend or
+    an MCP server; without a purpose (a page a customer names) no approval applies."""
+    approve("10.0.5.0/24", tenant=alpha.tenant, purposes=["model"])
+    assert allowed("https://10.0.5.20/v1", alpha.tenant, "model")
+    for purpose in ("webhook", "search", "mcp", None):
+        assert not allowed("https://10.0.5.20/v1", alpha.tenant, purpose), purpose
+    with pytest.raises(ValidationError):
+        approve("10.0.9.1", purposes=["everything"])
+    with pytest.raises(ValidationError):
+        approve("10.0.9.1", purposes=[])
 
 
 def test_it_takes_the_current_tenant_from_the_schema(alpha, beta):
@@ -91,7 +116,7 @@ def test_it_allows_plain_http_only_where_the_operator_said_so(alpha, monkeypatch
     """M2: plain http needs an approval that allows it, and only ever to private addresses:
     a public address stays https-only whatever was approved."""
     approve("10.0.5.0/24", tenant=alpha.tenant)
-    approve("10.0.8.0/24", tenant=alpha.tenant, allow_http=True)
+    approve("10.0.8.0/24", tenant=alpha.tenant, allow_http=True, ports="80, 443, 11434")
     assert allowed("https://10.0.5.20/v1", alpha.tenant) and not allowed("http://10.0.5.20/v1", alpha.tenant)
     assert allowed("http://10.0.8.20:11434/v1", alpha.tenant)
     DnsDouble(monkeypatch, {"gone-public.acme.test": [PUBLIC_ADDRESS]})
@@ -123,22 +148,26 @@ def test_operators_approve_private_hosts_in_the_admin(worlds, db):
     client = operator(db)
     response = client.post("/admin/tenants/approvedprivatehost/add/", {
         "host": "10.0.5.0/24", "tenant": worlds["alpha"].tenant.pk, "note": "vLLM in the lab", "allow_http": "on",
+        "ports": "8000", "purposes": '["model"]',
     })
     assert response.status_code == 302, response.content.decode()[:2000]
     connection.set_schema_to_public()
     approval = ApprovedPrivateHost.objects.get()
     assert (approval.tenant_id, approval.approved_by, approval.allow_http) == (worlds["alpha"].tenant.pk, "ops", True)
-    response = client.post("/admin/tenants/approvedprivatehost/add/", {"host": "0.0.0.0/0", "note": ""})
+    assert (approval.ports, approval.purposes) == ("8000", ["model"])
+    response = client.post("/admin/tenants/approvedprivatehost/add/", {"host": "0.0.0.0/0", "note": "", "purposes": '["model"]'})
     assert response.status_code == 200 and ApprovedPrivateHost.objects.count() == 1
     assert client.get("/admin/tenants/approvedprivatehost/").status_code == 200
 
 
 def test_operators_approve_private_hosts_from_the_command_line(worlds, db, capsys):
     """M2: `manage.py private_host_approve` adds (and with --revoke removes) an approval."""
-    call_command("private_host_approve", "10.0.5.0/24", "--tenant", "alpha", "--allow-http", "--note", "lab")
+    call_command("private_host_approve", "10.0.5.0/24", "--tenant", "alpha", "--allow-http", "--note", "lab",
+                 "--port", "8000", "--port", "8443", "--for", "model", "--for", "webhook")
     connection.set_schema_to_public()
     approval = ApprovedPrivateHost.objects.get()
     assert (approval.tenant.slug, approval.allow_http, approval.note) == ("alpha", True, "lab")
+    assert (approval.ports, approval.purposes) == ("8000, 8443", ["model", "webhook"])
     assert approval.approved_by
     with pytest.raises(CommandError):
         call_command("private_host_approve", "10.0.6.0/24", "--tenant", "nobody")

@@ -268,7 +268,7 @@ def _send(tool, arguments, context, company_id):
         if server.transport != McpServer.Transport.STDIO:
             # Again at call time, on every path: DNS answers change (M2). The look-up has the
             # call's deadline too.
-            check_url(server.url, timeout=route.deadline - time.monotonic())
+            check_url(server.url, purpose="mcp", timeout=route.deadline - time.monotonic())
         if not direct:
             with translation.override("en"):
                 route.target = server_target(server)

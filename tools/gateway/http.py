@@ -42,7 +42,7 @@ _COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # b
 # cookies (none may be kept: the next request may be another tenant's), redirects (never
 # followed), auth and hooks would be unused here, and that layer cost ~0.1 ms of CPU per call,
 # a quarter of a bare POST on loopback (P1).
-_transport = outbound_transport(limits=httpx.Limits(max_connections=500, max_keepalive_connections=100))
+_transport = outbound_transport(purpose="mcp", limits=httpx.Limits(max_connections=500, max_keepalive_connections=100))
 # The headers an httpx.Client sends by default (httpx's own, read once from a client that never
 # connects), which a request's own headers replace: the request on the wire is the one a client sends.
 with httpx.Client(transport=httpx.BaseTransport()) as _defaults:

@@ -94,6 +94,7 @@ def build_http_client(
     outbound rules (M2) at every connection — the target's policy, built in sync code with the
     tenant's approvals —, pinned to the checked address, with no cookies."""
     return outbound_async_client(
+        purpose="mcp",
         policy=target.outbound,
         headers=target.headers,
         timeout=httpx2.Timeout(target.timeout, read=read_timeout if read_timeout is not None else target.timeout),

@@ -1,5 +1,7 @@
-"""`manage.py private_host_approve HOST [--tenant SLUG] [--allow-http] [--note TEXT] [--revoke]`:
-approve (or revoke) a private host or network as an outbound target (M2), for one tenant or all."""
+"""`manage.py private_host_approve HOST [--tenant SLUG] [--port N …] [--for PURPOSE …] [--allow-http]
+[--note TEXT] [--revoke]`: approve (or revoke) a private host or network as an outbound target (M2),
+for one tenant or all, on the ports named (443 and 80 without any) and for the purposes named
+(model, mcp, webhook, search; model and mcp without any)."""
 
 import getpass
 
@@ -7,8 +9,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from tenants.models import ApprovedPrivateHost, Tenant
-from tenants.outbound import normalise_approved_host
+from tenants.models import ApprovedPrivateHost, Tenant, default_approval_purposes
+from tenants.outbound import PURPOSES, normalise_approved_host
 
 
 class Command(BaseCommand):
@@ -17,11 +19,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("host", help="models.acme.internal, 10.0.5.20 or 10.0.5.0/24")
         parser.add_argument("--tenant", help="the tenant's slug; without it, every tenant may use the host")
+        parser.add_argument("--port", action="append", default=[], help="a port it may be reached on (repeat; default 443 and 80)")
+        parser.add_argument("--for", dest="purposes", action="append", default=[], choices=PURPOSES,
+                            help="what it is for (repeat; default model and mcp)")
         parser.add_argument("--allow-http", action="store_true", help="accept plain http (private addresses only)")
         parser.add_argument("--note", default="", help="why, for the next operator")
         parser.add_argument("--revoke", action="store_true", help="remove the approval instead")
 
-    def handle(self, *args, host, tenant, allow_http, note, revoke, **options):
+    def handle(self, *args, host, tenant, port, purposes, allow_http, note, revoke, **options):
         connection.set_schema_to_public()
         owner = None
         if tenant:
@@ -38,7 +43,8 @@ class Command(BaseCommand):
                 raise CommandError("No such approval.")
             self.stdout.write(f"Revoked {host}.")
             return
-        approval = ApprovedPrivateHost(host=host, tenant=owner, allow_http=allow_http, note=note, approved_by=_who())
+        approval = ApprovedPrivateHost(host=host, tenant=owner, allow_http=allow_http, note=note, approved_by=_who(),
+                                       ports=",".join(port), purposes=purposes or default_approval_purposes())
         try:
             approval.full_clean()
         except ValidationError as exc:
