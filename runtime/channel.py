@@ -29,15 +29,19 @@ def _existing(conversation: Conversation, external_id: str) -> Turn | None:
     return Turn.objects.filter(message__conversation=conversation, message__external_id=external_id).first()
 
 
-def message_post(*, conversation: Conversation, text: str, external_id: str = "", api_key_id=None) -> Posted:
+def message_post(*, conversation: Conversation, text: str, external_id: str = "", api_key_id=None, admit=None) -> Posted:
     """Store the customer's message and its turn; queue the turn after the commit (R1).
-    `api_key_id`: the key that posted it, whose webhook gets the reply."""
+    `api_key_id`: the key that posted it, whose webhook gets the reply. `admit`, when given, is
+    called once the message is known to be new, before anything is stored; it raises to refuse
+    it (the channel API's fair-share limits, runtime/limits.py)."""
     from runtime.tasks import turn_run  # tasks import the turn service, which imports this app's models
 
     if external_id:
         turn = _existing(conversation, external_id)
         if turn is not None:
             return Posted(turn, False)
+    if admit is not None:
+        admit()
     try:
         with transaction.atomic():
             message = Message.objects.create(

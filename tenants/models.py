@@ -78,6 +78,17 @@ class Tenant(TenantMixin):
         _("MCP server quota"), null=True, blank=True, validators=[MaxValueValidator(MAX_SERVER_QUOTA)],
         help_text=_("How many MCP servers this tenant may register. Empty: the platform default."),
     )
+    # Fair share (issue 19, M4), also set by operators only: one tenant's flood never fills the
+    # workers every tenant shares, and a channel key that loops is stopped at the door.
+    turns_in_flight_limit = models.PositiveIntegerField(
+        _("turns in flight"), null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(100000)],
+        help_text=_("How many of this tenant's turns may wait or run at once; beyond, new messages are refused (429). "
+                    "Empty: the platform default."),
+    )
+    messages_per_minute = models.PositiveIntegerField(
+        _("messages per minute per key"), null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(100000)],
+        help_text=_("How many messages each of this tenant's channel keys may post a minute (429 beyond). Empty: the platform default."),
+    )
 
     auto_create_schema = True
     auto_drop_schema = False
@@ -91,6 +102,14 @@ class Tenant(TenantMixin):
     @property
     def effective_server_quota(self) -> int:
         return settings.ASIXTO_DEFAULT_SERVER_QUOTA if self.server_quota is None else self.server_quota
+
+    @property
+    def effective_turns_in_flight_limit(self) -> int:
+        return self.turns_in_flight_limit or settings.ASIXTO_TURNS_IN_FLIGHT_LIMIT
+
+    @property
+    def effective_messages_per_minute(self) -> int:
+        return self.messages_per_minute or settings.ASIXTO_MESSAGES_PER_MINUTE
 
     def allows_level(self, channel: str, level: str) -> bool:
         allowed = (self.exposure_policy or {}).get(channel)

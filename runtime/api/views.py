@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from asixto.json_input import unstorable_text
-from runtime import channel, events, selectors
+from runtime import channel, events, limits, selectors
 from runtime.api import serializers as s
 from runtime.models import Conversation, Message, Turn
 from tenants.api.auth import IsChannelKey
@@ -69,14 +69,18 @@ class MessageListCreateView(generics.ListAPIView):
         return Message.objects.filter(conversation=conversation).select_related("turn", "reply_of").order_by("created_at")
 
     @extend_schema(
-        request=s.MessagePostSerializer, responses={202: s.TurnAcceptedSerializer},
+        request=s.MessagePostSerializer,
+        responses={202: s.TurnAcceptedSerializer, 429: OpenApiResponse(
+            description="Over the account's turns in flight or the key's messages per minute; nothing stored. "
+                        "Send it again after `Retry-After` seconds.")},
         description="Store the message and queue its turn. The same `external_id` again returns the first turn.",
     )
     def post(self, request, pk):
         conversation = get_object_or_404(Conversation.objects.all(), pk=pk)
         data = s.MessagePostSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        posted = channel.message_post(conversation=conversation, api_key_id=request.auth.pk, **data.validated_data)
+        posted = channel.message_post(conversation=conversation, api_key_id=request.auth.pk, **data.validated_data,
+                                      admit=lambda: limits.admit_message(api_key_id=request.auth.pk))
         body = s.TurnAcceptedSerializer.of(posted.turn, duplicate=not posted.created)
         return Response(body, status=status.HTTP_202_ACCEPTED)
 

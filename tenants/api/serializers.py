@@ -115,7 +115,7 @@ class TenantOperatorUpdateSerializer(StrictModelSerializer):
 
     class Meta:
         model = Tenant
-        fields = ["server_quota"]
+        fields = ["server_quota", "turns_in_flight_limit", "messages_per_minute"]
         extra_kwargs = {"server_quota": {"min_value": 0}}
 
 
@@ -136,7 +136,8 @@ class TenantSummarySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Tenant
-        fields = ["id", "slug", "name", "schema_name", "domain", "server_quota", "effective_server_quota", "created_at"]
+        fields = ["id", "slug", "name", "schema_name", "domain", "server_quota", "effective_server_quota",
+                  "turns_in_flight_limit", "messages_per_minute", "created_at"]
 
     def get_domain(self, tenant) -> str | None:
         domain = tenant.get_primary_domain()
