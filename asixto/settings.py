@@ -319,6 +319,11 @@ LOGGING = {
 ASIXTO_MODEL_CONNECT_TIMEOUT = float(os.environ.get("ASIXTO_MODEL_CONNECT_TIMEOUT", 5))
 ASIXTO_MODEL_TIMEOUT = float(os.environ.get("ASIXTO_MODEL_TIMEOUT", 60))
 ASIXTO_EVENT_STREAM_SECONDS = float(os.environ.get("ASIXTO_EVENT_STREAM_SECONDS", 120))
+# Event streams open at once (runtime/stream_slots.py, issue 19 M3): per channel key, per tenant,
+# and per threaded (WSGI) process, where each holds a thread: half of them by default.
+ASIXTO_STREAMS_PER_KEY = envint("ASIXTO_STREAMS_PER_KEY", 20)
+ASIXTO_STREAMS_PER_TENANT = envint("ASIXTO_STREAMS_PER_TENANT", 50)
+ASIXTO_STREAMS_PER_PROCESS = envint("ASIXTO_STREAMS_PER_PROCESS", max(1, envint("WEB_THREADS", 8) // 2))
 ASIXTO_TURN_LEASE_SECONDS = envint("ASIXTO_TURN_LEASE_SECONDS", 900)
 # A queued turn no worker picked up after this long is sent again (see runtime.tasks).
 ASIXTO_TURN_RESEND_SECONDS = envint("ASIXTO_TURN_RESEND_SECONDS", 300)

@@ -268,3 +268,29 @@ async def astream(*, schema: str, turn_id, after: int = 0, max_seconds: float | 
             await client.aclose()
         except (redis.RedisError, RuntimeError):
             pass
+
+
+def stream_response(request, *, turn_id, key_id=None):
+    """The turn's event stream as a response, for the channel API and the dashboard alike: resumed
+    after `Last-Event-ID` (or `?after=`; anything but ASCII digits reads as 0), in a stream slot
+    (runtime/stream_slots.py, StreamsFull when none is free) given back when the response closes."""
+    from django.core.handlers.asgi import ASGIRequest
+    from django.http import StreamingHttpResponse
+
+    from runtime.stream_slots import open_slot
+
+    django_request = getattr(request, "_request", request)
+    after = request.headers.get("Last-Event-ID") or django_request.GET.get("after") or "0"
+    after = int(after) if after.isascii() and after.isdigit() and len(after) < 19 else 0
+    asgi = isinstance(django_request, ASGIRequest)
+    release = open_slot(schema=connection.schema_name, key_id=key_id, threaded=not asgi)
+    try:
+        response = StreamingHttpResponse((astream if asgi else stream)(schema=connection.schema_name, turn_id=turn_id, after=after),
+                                         content_type="text/event-stream")
+    except BaseException:
+        release()
+        raise
+    response._resource_closers.append(release)
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # proxies must pass events on at once
+    return response

@@ -144,13 +144,17 @@ def committed_world(django_db_setup, django_db_blocker):
 
 @pytest.fixture(autouse=True)
 def _forget_counters():
-    """Failed sign-ins and password links are counted in Redis, outside the rolled-back
-    transaction: forget them after each test, so no later test finds `ana` locked out, or an
-    address out of links, because of an earlier one."""
+    """Failed sign-ins, password links, open event streams and message buckets are counted in
+    Redis (and streams in the process), outside the rolled-back transaction: forget them after
+    each test, so no later test finds `ana` locked out, an address out of links or a tenant out of
+    streams because of an earlier one (a test client leaves a stream it did not read open)."""
     yield
     from django.core.cache import cache
 
+    from runtime import stream_slots
+
     client = cache._cache.get_client(write=True)
-    for pattern in ("*axes-*", "*password-links:*"):
+    for pattern in ("*axes-*", "*password-links:*", "asixto:streams:*", "asixto:rate:*"):
         for key in client.scan_iter(match=pattern):
             client.delete(key)
+    stream_slots._open_here = 0

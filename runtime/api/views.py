@@ -1,15 +1,12 @@
 """REST endpoints of the runtime (R1, R9, A1): the channel API (conversations, messages, turns and
 their event streams; channel and admin keys) and truncation logs (admin keys)."""
 
-from django.core.handlers.asgi import ASGIRequest
-from django.db import connection
-from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import Throttled, ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -18,6 +15,7 @@ from asixto.json_input import unstorable_text
 from runtime import channel, events, limits, selectors
 from runtime.api import serializers as s
 from runtime.models import Conversation, Message, Turn
+from runtime.stream_slots import StreamsFull
 from tenants.api.auth import IsChannelKey
 
 
@@ -117,19 +115,15 @@ class TurnEventsView(APIView):
         parameters=[OpenApiParameter("Last-Event-ID", OpenApiTypes.INT, OpenApiParameter.HEADER, required=False,
                                      description="Resume after this event id.")],
         responses={(200, "text/event-stream"): OpenApiResponse(
-            OpenApiTypes.STR, description="`status` events, then one `reply` event (or `timeout`: reconnect).")},
+            OpenApiTypes.STR, description="`status` events, then one `reply` event (or `timeout`: reconnect)."),
+            429: OpenApiResponse(description="Too many streams open for this key or account; retry after `Retry-After` seconds.")},
     )
     def get(self, request, pk):
         turn = get_object_or_404(Turn.objects.only("id"), pk=pk)
-        after = request.headers.get("Last-Event-ID") or request.query_params.get("after") or "0"
-        after = int(after) if after.isascii() and after.isdigit() and len(after) < 19 else 0
-        stream = events.astream if isinstance(request._request, ASGIRequest) else events.stream
-        response = StreamingHttpResponse(
-            stream(schema=connection.schema_name, turn_id=turn.pk, after=after), content_type="text/event-stream"
-        )
-        response["Cache-Control"] = "no-cache"
-        response["X-Accel-Buffering"] = "no"  # proxies must pass events on at once
-        return response
+        try:
+            return events.stream_response(request, turn_id=turn.pk, key_id=request.auth.pk)
+        except StreamsFull as full:
+            raise Throttled(wait=full.retry_after, detail=full.message) from None
 
 
 class TruncationLogListView(generics.ListAPIView):

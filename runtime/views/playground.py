@@ -4,9 +4,7 @@
 `turn_events` is the dashboard's variant of the API's event stream: the same events, for a
 signed-in user of the tenant instead of an API key."""
 
-from django.core.handlers.asgi import ASGIRequest
-from django.db import connection
-from django.http import JsonResponse, StreamingHttpResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -16,6 +14,7 @@ from asixto.errors import error_body
 from runtime import channel, events
 from runtime.forms import PlaygroundMessageForm
 from runtime.models import Conversation, Turn
+from runtime.stream_slots import StreamsFull
 from tenants.access import admin_page, tenant_page
 
 PLAYGROUND_CHANNEL = "playground"
@@ -62,11 +61,9 @@ def playground_post(request):
 def turn_events(request, pk):
     """Server-sent events of one turn of this tenant (R9): status events, then the reply."""
     turn = get_object_or_404(Turn.objects.only("id"), pk=pk)
-    after = request.headers.get("Last-Event-ID") or request.GET.get("after") or "0"
-    after = int(after) if after.isascii() and after.isdigit() and len(after) < 19 else 0
-    stream = events.astream if isinstance(request, ASGIRequest) else events.stream
-    response = StreamingHttpResponse(stream(schema=connection.schema_name, turn_id=turn.pk, after=after),
-                                     content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
+    try:
+        return events.stream_response(request, turn_id=turn.pk)
+    except StreamsFull as full:
+        busy = HttpResponse(full.message, status=429, content_type="text/plain; charset=utf-8")
+        busy["Retry-After"] = str(full.retry_after)
+        return busy

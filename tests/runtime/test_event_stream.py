@@ -122,3 +122,45 @@ def test_a_stream_resumed_past_a_finished_turns_end_ends_at_once(alpha, settings
     expected = [] if resume.isascii() and resume.isdigit() else [("reply", str(reply))]
     assert read_stream(client.get(url, HTTP_LAST_EVENT_ID=resume)) == expected
     assert read_stream(client.get(url, {"after": resume})) == expected
+
+
+def test_streams_open_at_once_are_bounded_per_key_tenant_and_process(alpha, beta, settings):
+    """Issue 19 M3: at most ASIXTO_STREAMS_PER_KEY streams per channel key and ASIXTO_STREAMS_PER_TENANT
+    per tenant are open at once (429 with Retry-After beyond, before anything streams), and a
+    threaded process keeps threads for everything else (ASIXTO_STREAMS_PER_PROCESS); a stream
+    that closes gives its slot back; another tenant is not counted with this one."""
+    from tenants.models import ApiKey
+    from tenants.services import api_key_create
+
+    settings.ASIXTO_STREAMS_PER_KEY, settings.ASIXTO_STREAMS_PER_TENANT, settings.ASIXTO_STREAMS_PER_PROCESS = 2, 3, 4
+    turn = queued_turn(alpha, "Hola")  # never finishes: its streams stay open until closed
+    with alpha.schema():
+        _row, second_key = api_key_create(tenant=alpha.tenant, name="voz", scope=ApiKey.Scope.CHANNEL)
+    connection.set_schema_to_public()
+    url = f"/api/v1/turns/{turn.pk}/events"
+    first, second = alpha.api(alpha.channel_key), alpha.api(second_key)
+    open_streams = [first.get(url), first.get(url)]
+    refused = first.get(url)
+    assert [r.status_code for r in open_streams] == [200, 200] and refused.status_code == 429, refused.content
+    assert int(refused["Retry-After"]) >= 1
+    open_streams.append(second.get(url))
+    assert open_streams[-1].status_code == 200 and second.get(url).status_code == 429  # the tenant's 3
+    other = queued_turn(beta, "Hola")
+    connection.set_schema_to_public()
+    beta_stream = beta.api(beta.channel_key).get(f"/api/v1/turns/{other.pk}/events")
+    assert beta_stream.status_code == 200
+    busy = beta.api(beta.channel_key).get(f"/api/v1/turns/{other.pk}/events")
+    assert busy.status_code == 429  # this process has 4 open: its threads are kept for other requests
+    closed(open_streams[0])
+    reopened = first.get(url)
+    assert reopened.status_code == 200
+    for response in [*open_streams[1:], beta_stream, reopened]:
+        closed(response)
+    assert first.get(url).status_code == 200
+
+
+def closed(response):
+    """What the server does when a client leaves: the response's closers run (here without the
+    request_finished signal, which would close the test's database connection)."""
+    for closer in response._resource_closers:
+        closer()
