@@ -1,9 +1,9 @@
 """HTTP clients for every outbound request (M2): they connect only where `tenants.outbound` allows.
 
-    outbound_client(*, purpose, policy=None, headers=None, timeout=10.0, limits=None, verify=None,
+    outbound_client(*, purpose=None, policy=None, headers=None, timeout=10.0, limits=None, verify=None,
                     event_hooks=None) -> httpx.Client            (our own requests: the model
                                                                   client, webhooks)
-    outbound_transport(*, purpose, policy=None, limits=None, verify=None)
+    outbound_transport(*, purpose=None, policy=None, limits=None, verify=None)
                     -> httpx.BaseTransport                        (the gateway's tool calls: the
                                                                   same checked connections, sent
                                                                   without httpx.Client's layer)
@@ -297,7 +297,7 @@ def _verifying(context: ssl.SSLContext) -> ssl.SSLContext:
 
 def outbound_client(
     *,
-    purpose: str | None,
+    purpose: str | None = None,
     policy: OutboundPolicy | None = None,
     headers: Mapping[str, str] | None = None,
     timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
@@ -317,7 +317,7 @@ def outbound_client(
 
 def outbound_transport(
     *,
-    purpose: str | None,
+    purpose: str | None = None,
     policy: OutboundPolicy | None = None,
     limits: httpx.Limits | None = None,
     verify: ssl.SSLContext | None = None,
@@ -334,7 +334,7 @@ def outbound_transport(
 
 def outbound_async_client(
     *,
-    purpose: str | None,
+    purpose: str | None = None,
     policy: OutboundPolicy | None = None,
     headers: Mapping[str, str] | None = None,
     timeout: httpx2.Timeout | float = DEFAULT_TIMEOUT,

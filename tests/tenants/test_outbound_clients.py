@@ -45,8 +45,8 @@ def test_it_refuses_a_rebinding_name_at_connect_time_on_both_stacks(monkeypatch)
 def test_it_connects_to_the_address_it_checked_not_to_a_fresh_answer(monkeypatch):
     """M2: the name first answers an approved loopback address (127.0.0.2), then a forbidden one
     (127.0.0.1) on the same port: only the checked address gets the connection, on both stacks."""
-    policy = OutboundPolicy(approvals=(Approval.of("127.0.0.2", allow_http=True),))
     with ConnectionCounter() as forbidden, ConnectionCounter("127.0.0.2", forbidden.port) as checked:
+        policy = OutboundPolicy(approvals=(Approval.of("127.0.0.2", allow_http=True, ports=str(forbidden.port)),))
         url = f"http://mcp.rebind.test:{forbidden.port}/"
         for stack in ("sync", "async"):
             DnsDouble(monkeypatch, {"mcp.rebind.test": ["127.0.0.2", "127.0.0.1"]})
