@@ -327,6 +327,10 @@ ASIXTO_STREAMS_PER_PROCESS = envint("ASIXTO_STREAMS_PER_PROCESS", max(1, envint(
 ASIXTO_TURN_LEASE_SECONDS = envint("ASIXTO_TURN_LEASE_SECONDS", 900)
 # A queued turn no worker picked up after this long is sent again (see runtime.tasks).
 ASIXTO_TURN_RESEND_SECONDS = envint("ASIXTO_TURN_RESEND_SECONDS", 300)
+# A turn cut short by a passing database, Redis or broker failure runs again after this many
+# seconds, up to ASIXTO_TURN_TRANSIENT_RUNS runs in all, instead of failing (issue 19).
+ASIXTO_TURN_RETRY_SECONDS = envint("ASIXTO_TURN_RETRY_SECONDS", 5)
+ASIXTO_TURN_TRANSIENT_RUNS = envint("ASIXTO_TURN_TRANSIENT_RUNS", 5)
 # Webhooks: the pause before each retry of a failed delivery (seconds; one retry per entry), and
 # the deadline for one attempt (connect, send, and the receiver's answer).
 ASIXTO_WEBHOOK_RETRY_DELAYS = [float(d) for d in envlist("ASIXTO_WEBHOOK_RETRY_DELAYS", "1,5,30,120,600")]

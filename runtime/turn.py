@@ -36,8 +36,10 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+import kombu.exceptions
+import redis
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
@@ -65,6 +67,9 @@ log = logging.getLogger(__name__)
 
 VERB_KEY = "com.asixto/verb"
 REPEATED, BAD_ARGUMENTS = "repeated", "invalid_arguments"
+# Failures of the platform's own services that pass (a database restart, a Redis or broker blip):
+# the turn runs again instead of failing (`_run_again`).
+TRANSIENT = (OperationalError, InterfaceError, redis.ConnectionError, redis.TimeoutError, kombu.exceptions.OperationalError)
 # Rounds in a row in which the model asked only for calls it had already made: it is looping.
 MAX_REPEAT_ROUNDS = 2
 # What a model writes is bounded like anything else that comes from outside.
@@ -122,10 +127,35 @@ def turn_execute(*, turn_id) -> None:
     except LeaseLost:
         log.info("turn %s: taken over by another runner", turn_id)
         flush_records()  # the calls this runner made are recorded all the same (_finish does it otherwise)
+    except TRANSIENT as exc:
+        if turn.runs >= settings.ASIXTO_TURN_TRANSIENT_RUNS:
+            log.exception("turn %s failed: still %s after %d runs", turn_id, type(exc).__name__, turn.runs)
+            _finish(turn, runner, reply=failure_reply(turn.conversation.language), status=Turn.Status.FAILED,
+                    error_code="internal", error_detail=type(exc).__name__)
+        else:
+            log.warning("turn %s: %s: %s; it runs again", turn_id, type(exc).__name__, exc)
+            _run_again(turn_id, runner)
     except Exception as exc:
         log.exception("turn %s failed", turn_id)
         _finish(turn, runner, reply=failure_reply(turn.conversation.language), status=Turn.Status.FAILED,
                 error_code="internal", error_detail=type(exc).__name__)  # the message may quote SQL: the log has it
+
+
+def _run_again(turn_id, runner):
+    """A database or broker that failed for a moment fails nothing for good (issue 19): the turn is
+    left to run again, its stored steps replayed (no side effect twice, R10). This runner's lease
+    is cut to ASIXTO_TURN_RETRY_SECONDS and the turn is sent again after as long; if even that
+    cannot be written or sent, the lease running out brings the turn back (`requeue_stalled_turns`)."""
+    from runtime.tasks import turn_run
+
+    retry = settings.ASIXTO_TURN_RETRY_SECONDS
+    try:
+        connection.close()  # a broken connection is not reused
+        Turn.objects.filter(pk=turn_id, runner=runner, status=Turn.Status.RUNNING).update(
+            lease_expires_at=timezone.now() + timedelta(seconds=retry))
+        turn_run.apply_async((str(turn_id),), countdown=retry + 1)
+    except TRANSIENT as exc:
+        log.warning("turn %s: not sent again now (%s); its lease brings it back", turn_id, type(exc).__name__)
 
 
 # ---------------------------------------------------------------- claiming and finishing

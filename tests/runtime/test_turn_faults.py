@@ -1,0 +1,63 @@
+"""A turn cut short by a passing failure of the platform's own services runs again instead of
+failing for good (issue 19): here its database connection is killed while it writes, the way a
+PostgreSQL restart or failover cuts it."""
+
+import threading
+import time
+
+import psycopg
+from django.conf import settings
+from django.db import connection
+
+from runtime.models import Turn, TurnEvent
+from runtime.turn import turn_execute
+from tests.runtime.runtime_support import agent, queued_turn, run_in_thread
+from tests.support.model_server import ScriptedModel, held, say
+from tests.support.mcp_servers import serve_asgi
+
+CEILING = 60.0
+
+
+def _direct():
+    db = settings.DATABASES["default"]
+    return psycopg.connect(host=db["HOST"] or None, port=db["PORT"] or None, user=db["USER"], password=db["PASSWORD"] or None,
+                           dbname=db["NAME"], autocommit=False)
+
+
+def test_a_database_connection_lost_mid_turn_leaves_the_turn_to_run_again_not_failed(committed_world, django_db_blocker):
+    """Issue 19: the model has answered and the runner writes the reply; its connection is killed
+    (it was waiting on a row lock the test holds). The turn is not failed with "try again": it
+    stays the runner's for ASIXTO_TURN_RETRY_SECONDS and is sent again; run again, it answers once."""
+    world, gate = committed_world, threading.Event()
+    model = ScriptedModel([held(say("Hola, ¿en qué te ayudo?"), gate), say("Hola, ¿en qué te ayudo?")])
+    with django_db_blocker.unblock(), serve_asgi(model.app()) as url, agent(world, f"{url}/v1"):
+        turn = queued_turn(world, "Hola")
+        runner = run_in_thread(world, turn)
+        assert model.arrived.wait(CEILING)
+        locker = _direct()
+        with locker.cursor() as cursor:
+            cursor.execute(f'SELECT 1 FROM "{world.tenant.schema_name}".runtime_turn WHERE id = %s FOR UPDATE', [turn.pk])
+            gate.set()  # the answer arrives; the runner's write waits on the lock
+            deadline = time.monotonic() + CEILING
+            victim = None
+            while victim is None and time.monotonic() < deadline:
+                cursor.execute("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+                               " AND datname = current_database()")
+                victim = (cursor.fetchone() or [None])[0]
+                time.sleep(0.05)
+            assert victim is not None, "the runner never waited on the lock"
+            cursor.execute("SELECT pg_terminate_backend(%s)", [victim])
+        locker.commit()
+        locker.close()
+        runner.join(CEILING)
+        assert not runner.is_alive()
+        with world.schema():
+            cut_short = Turn.objects.get(pk=turn.pk)
+            assert cut_short.status == Turn.Status.RUNNING and not cut_short.error_code, cut_short.error_detail
+            assert not TurnEvent.objects.filter(turn=turn, kind="reply").exists()
+            Turn.objects.filter(pk=turn.pk).update(lease_expires_at=None)  # as if ASIXTO_TURN_RETRY_SECONDS went by
+            turn_execute(turn_id=turn.pk)  # what the task sent again does
+            done = Turn.objects.select_related("reply").get(pk=turn.pk)
+            assert done.status == Turn.Status.DONE and done.reply.text == "Hola, ¿en qué te ayudo?"
+            assert TurnEvent.objects.filter(turn=turn, kind="reply").count() == 1
+        connection.set_schema_to_public()
