@@ -38,6 +38,9 @@ PACKAGES = REPO / "node_modules" / "@modelcontextprotocol"
 MEMORY = (PACKAGES / "server-memory" / "dist" / "index.js").resolve()
 FILESYSTEM = (PACKAGES / "server-filesystem" / "dist" / "index.js").resolve()
 NODE_CEILING = 60.0  # seconds per request: node starts slowly on a loaded machine
+# The Python peers too: mcp-server-fetch imports readabilipy, which starts node, and took over 20 s
+# for one request on a loaded machine (issue 19); a ceiling, never what a passing call waits.
+PEER_CEILING = 90.0
 
 requires_node_servers = pytest.mark.skipif(
     NODE is None or not MEMORY.exists() or not FILESYSTEM.exists(),
@@ -45,7 +48,7 @@ requires_node_servers = pytest.mark.skipif(
 )
 
 
-def register(world, slug, argv, *, fixed_env=None, timeout_seconds=20.0) -> McpServer:
+def register(world, slug, argv, *, fixed_env=None, timeout_seconds=PEER_CEILING) -> McpServer:
     """The operator approves the command; the tenant admin registers the server through the API;
     the sync the API queued runs (the same task, here in the test's transaction)."""
     connection.set_schema_to_public()
@@ -74,7 +77,7 @@ def gateway_call(world, name, arguments):
         return outcome, ToolCall.objects.get(pk=outcome.record_id)
 
 
-def direct_call(world, server, name, arguments, *, timeout=20.0) -> dict:
+def direct_call(world, server, name, arguments, *, timeout=PEER_CEILING) -> dict:
     """The same server (the argv and environment Asixto launches it with, so the same {workdir})
     called with the SDK's own client in a process of its own, nothing of Asixto in between."""
     with world.schema():
