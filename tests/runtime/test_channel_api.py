@@ -97,6 +97,10 @@ def test_the_same_external_id_returns_the_first_turn(alpha):
     assert other["id"] != first["id"]
     with alpha.schema():
         assert Message.objects.filter(conversation_id=conversation["id"]).count() == 2
+    # Issue 19 (a surviving mutant): the same external_id in another conversation is another message.
+    elsewhere = start(alpha)
+    there = send(client, elsewhere["messages_url"], {"text": "Hola", "external_id": "wa-9"}).json()
+    assert there["id"] != first["id"] and there["duplicate"] is False
 
 
 def test_ten_concurrent_posts_of_one_external_id_make_one_turn(committed_world, django_db_blocker, eager):

@@ -344,6 +344,8 @@ def test_the_retry_policy():
     assert retry_delay(attempt=1, status_code=429, retry_after=20, delays=delays) == 20
     assert retry_delay(attempt=1, status_code=429, retry_after=10**9, delays=delays) == 3600
     assert retry_delay(attempt=2, status_code=408, retry_after=0, delays=delays) == 5
+    # Issue 19 (a surviving mutant): every 5xx is retried, not only 500, 502, 503 and 504.
+    assert [retry_delay(attempt=1, status_code=code, delays=delays) for code in (501, 505, 507, 520, 599)] == [1] * 5
     for final in (400, 401, 403, 404, 409, 410, 422):
         assert retry_delay(attempt=1, status_code=final, delays=delays) is None
 
