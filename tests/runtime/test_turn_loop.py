@@ -178,6 +178,22 @@ def test_it_stops_at_the_tenants_iteration_limit(alpha, soporte):
     assert turn.reply.text == "Encontré routers y módems." and turn.iterations == 2
 
 
+def test_a_repeat_is_recognised_in_any_key_order_and_the_repeat_count_resets(alpha, soporte):
+    """R2, issue 19 (two surviving mutants): the same arguments in another key order are the same
+    call, run once; a new call between two repeats starts the count again, so a model that
+    repeated once, moved on and repeated once more is not stopped."""
+    _desk, log = soporte
+    first = '{"consulta": "router", "solo_disponibles": true}'
+    reordered = '{"solo_disponibles": true, "consulta": "router"}'
+    model, served = serve_model([call(SEARCH, first), call(SEARCH, reordered), call(SEARCH, {"consulta": "modem"}),
+                                 call(SEARCH, first), say("ok"), say("Hay routers y modems.")])
+    with served as url, agent(alpha, f"{url}/v1", iteration_limit=10):
+        turn = run(alpha, post(alpha, "¿Routers o modems?"))
+    assert [args for _name, args, _key in tool_calls_seen(log)] == [{"consulta": "router", "solo_disponibles": True},
+                                                                    {"consulta": "modem"}]
+    assert turn.reply.text == "Hay routers y modems." and turn.error_code == ""
+
+
 def test_it_runs_several_calls_of_one_answer(alpha, soporte):
     """R2: several native calls in one answer each run, in order, each with its own step key."""
     _desk, log = soporte
