@@ -47,6 +47,15 @@ def test_the_result_that_crosses_the_turn_budget_is_cut_to_what_is_left():
     assert "incomplete" in mark and "invent nothing" in mark
 
 
+def test_the_budget_edges_hold_to_the_character():
+    """R4, issue 19 (two surviving mutants): a result of exactly the characters left is not cut;
+    a result with no space to cut at is cut to exactly what is left, never one character more."""
+    exact = budget("x" * 400, used=600)
+    assert (exact.text, exact.used, exact.cuts) == ("x" * 400, 1000, ())
+    solid = budget("x" * 2000, used=600)
+    assert len(solid.text) == 400 and solid.used == 1000 and solid.text.endswith(truncation_mark("en"))
+
+
 def test_once_the_turn_budget_is_spent_results_become_a_placeholder():
     """R4: nothing useful fits any more: a short placeholder that names the tool and says the
     information is incomplete and nothing may be invented; nothing of the result is kept."""
