@@ -48,6 +48,8 @@ def message_post(*, conversation: Conversation, text: str, external_id: str = ""
                 conversation=conversation, role=Message.Role.CUSTOMER, text=text, external_id=external_id
             )
             turn = Turn.objects.create(conversation=conversation, message=message, api_key_id=api_key_id)
+            # In the same transaction: nothing after the commit may turn a stored message into a 500.
+            Conversation.objects.filter(pk=conversation.pk).update(updated_at=message.created_at)
             # robust: a broker that is down must not turn a stored message into a 500; the turn
             # stays queued and `requeue_stalled_turns` sends it again.
             transaction.on_commit(lambda: turn_run.delay(str(turn.pk)), robust=True)
@@ -60,5 +62,4 @@ def message_post(*, conversation: Conversation, text: str, external_id: str = ""
         if turn is None:
             raise
         return Posted(turn, False)
-    Conversation.objects.filter(pk=conversation.pk).update(updated_at=message.created_at)
     return Posted(turn, True)
