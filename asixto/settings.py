@@ -350,6 +350,8 @@ ASIXTO_CUSTOMER_LANGUAGES = envlist("ASIXTO_CUSTOMER_LANGUAGES", "es,en,pt,fr,it
 CELERY_BEAT_SCHEDULE = {
     "sync-all-servers": {"task": "tools.tasks.sync_all_servers", "schedule": envint("ASIXTO_SYNC_INTERVAL_SECONDS", 3600)},
     "requeue-stalled-turns": {"task": "runtime.tasks.requeue_stalled_turns", "schedule": 60},
+    # Webhook deliveries owed whose task was lost (a broker outage, a worker killed): issue 19.
+    "webhook-outbox-sweep": {"task": "runtime.tasks.webhook_outbox_sweep", "schedule": 30},
     # Reminders and follow-ups that fell due are sent (R12, runtime/builtins/delivery.py).
     "deliver-due-scheduled": {"task": "runtime.tasks.deliver_due_scheduled",
                               "schedule": envint("ASIXTO_SCHEDULED_SWEEP_SECONDS", 30)},

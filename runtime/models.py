@@ -6,6 +6,7 @@ runtime/builtins/models.py and are imported at the end."""
 import uuid
 
 from django.db import models
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from tenants.crypto import EncryptedTextField
@@ -214,6 +215,27 @@ class ChannelWebhook(models.Model):
 
     def __str__(self):
         return f"webhook of asx_{self.api_key_prefix}_… → {self.url}"
+
+
+class WebhookOutbox(models.Model):
+    """A delivery owed to a webhook (issue 19): written in the same transaction as what it reports
+    (the turn's reply, a reminder's notice), so no crash, broker or Redis outage between the commit
+    and the queueing can lose it. `webhook_send` sends it (its id is the delivery id the receiver
+    dedupes on) and books the next attempt; a periodic sweep queues any row that is due and
+    nobody holds. `claimed_until` is the hold of the task sending it; `done_at` ends it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    webhook = models.ForeignKey(ChannelWebhook, on_delete=models.CASCADE, related_name="outbox")
+    turn = models.ForeignKey(Turn, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    message = models.ForeignKey(Message, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    attempt = models.PositiveSmallIntegerField(default=1)  # the next attempt's number
+    due_at = models.DateTimeField(default=timezone.now)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    done_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["due_at"], condition=models.Q(done_at__isnull=True), name="webhook_outbox_owed")]
 
 
 class WebhookDelivery(models.Model):

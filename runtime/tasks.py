@@ -4,8 +4,10 @@
 was cut short runs again, and `turn_execute` resumes it from its stored steps (R10).
 `requeue_stalled_turns` (periodic) sends again the turns whose task never reached a worker or
 whose worker died, sooner than the broker's own redelivery.
-`webhook_deliver` makes one delivery attempt and schedules the next one itself (Celery's retry,
-with the countdown the webhook service chose); receivers drop repeats by `X-Asixto-Delivery`."""
+`webhook_send` makes one attempt of a delivery owed in the webhook outbox (written with the reply)
+and queues the next one; `webhook_outbox_sweep` (periodic) queues any owed delivery whose task was
+lost. `webhook_deliver` is the older task, kept for deliveries queued before the outbox. Receivers
+drop repeats by `X-Asixto-Delivery`."""
 
 from celery import shared_task
 from django_tenants.utils import get_tenant_model, tenant_context
@@ -28,6 +30,24 @@ def webhook_deliver(self, webhook_id, turn_id, delivery_id, message_id=None):
                              attempt=self.request.retries + 1)
     if delay is not None:
         raise self.retry(countdown=delay)
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def webhook_send(outbox_id):
+    """Send one owed delivery (runtime/webhooks.py, the outbox); queue its next attempt if it failed
+    and may be retried (the sweep sends it if this is lost)."""
+    delay = webhooks.outbox_send(outbox_id)
+    if delay is not None:
+        webhook_send.apply_async((outbox_id,), countdown=delay)
+
+
+@shared_task(ignore_result=True)
+def webhook_outbox_sweep():
+    """Periodic: queue every owed delivery whose task was lost, in every tenant."""
+    for tenant in get_tenant_model().objects.exclude(schema_name="public"):
+        with tenant_context(tenant):
+            for outbox_id in webhooks.outbox_due():
+                webhook_send.delay(str(outbox_id))
 
 
 @shared_task(ignore_result=True)

@@ -229,16 +229,19 @@ def _finish(turn: Turn, runner: str, *, reply: str, status: str, error_code: str
         _release_db()  # flushing may wait on the record writer: hold no connection meanwhile
         flush_records()  # the turn's call records are stored before anyone reads the turn as done
     steps, changes, rows = run.pending if run is not None else ({}, {}, [])
+    # The webhook's delivery is owed in the reply's own statement (an outbox row), so nothing that
+    # happens after the commit can lose it (issue 19).
+    owed = webhooks.outbox_row(api_key_id=turn.api_key_id, turn_id=turn.pk)
+    rows = [*rows, owed] if owed is not None else rows
     stored = reply_write(
         turn_id=turn.pk, conversation_id=turn.conversation_id, runner=runner, reply=reply, status=status,
         error_code=error_code, error_detail=error_detail[:4000], finished_at=timezone.now(),
         event_data={"status": status, **({"error": error_code} if error_code else {})},
         steps=steps, turn=changes, rows=tuple(rows),
     )
-    if stored:
-        # The posting channel's webhook gets the reply once it is stored for good (robust: a
-        # broker outage costs the push, logged, never the stored turn).
-        transaction.on_commit(lambda: webhooks.turn_finished(turn=turn), robust=True)
+    if stored and owed is not None:
+        # Sent once the reply is stored for good (robust: when the broker is down the sweep sends it).
+        transaction.on_commit(lambda: webhooks.outbox_queue(owed[1]["id"]), robust=True)
     else:
         log.info("turn %s: reply not stored: another runner took the turn over or stored it", turn.pk)
 

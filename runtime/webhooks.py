@@ -32,10 +32,12 @@ import secrets
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 
 import httpx
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -44,7 +46,7 @@ from asixto.errors import ApplicationError
 from runtime import webhook_errors as errors
 from runtime.builtins.followups import zone_of
 from runtime.builtins.models import FollowUp, Reminder
-from runtime.models import ChannelWebhook, Message, Turn, WebhookDelivery
+from runtime.models import ChannelWebhook, Message, Turn, WebhookDelivery, WebhookOutbox
 from tenants.models import ApiKey
 from tools.mcp.errors import parse_retry_after
 from tenants.outbound import OutboundRefused, check_url, refusal_of
@@ -166,26 +168,51 @@ def _webhook_for(api_key_id):
     return webhook
 
 
-def turn_finished(*, turn: Turn) -> None:
-    """Called by the turn service once a turn's reply is committed: queue the delivery to the
-    posting key's webhook, if it has an enabled one."""
-    webhook = _webhook_for(turn.api_key_id)
-    if webhook is None:
-        return
-    from runtime.tasks import webhook_deliver  # the tasks module imports the turn service
-
-    webhook_deliver.delay(str(webhook.pk), str(turn.pk), str(uuid.uuid4()))
-
-
-def notice_stored(*, message: Message, api_key_id) -> None:
-    """Called once a reminder's or follow-up's notice is committed: queue its delivery to the
-    webhook of the key the conversation's channel posts with."""
+def outbox_row(*, api_key_id, turn_id=None, message_id=None) -> tuple | None:
+    """The outbox row (model, values) that owes the posting key's enabled webhook this turn's
+    reply or this notice, for the caller to write in the transaction that stores it; None when
+    the key has no enabled webhook."""
     webhook = _webhook_for(api_key_id)
     if webhook is None:
-        return
-    from runtime.tasks import webhook_deliver
+        return None
+    return WebhookOutbox, {"id": uuid.uuid4(), "webhook_id": webhook.pk, "turn_id": turn_id, "message_id": message_id,
+                           "due_at": timezone.now()}
 
-    webhook_deliver.delay(str(webhook.pk), None, str(uuid.uuid4()), message_id=str(message.pk))
+
+def outbox_queue(outbox_id) -> None:
+    """Queue the sending of an outbox row (call once its transaction committed; robust: when the
+    broker is down the sweep sends it)."""
+    from runtime.tasks import webhook_send  # the tasks module imports the turn service
+
+    webhook_send.delay(str(outbox_id))
+
+
+def outbox_send(outbox_id) -> float | None:
+    """The task's work: claim the row if it is due and nobody holds it, make its attempt, and book
+    the next one (or end it). Returns the seconds until the next attempt, or None."""
+    now = timezone.now()
+    hold = timedelta(seconds=settings.ASIXTO_WEBHOOK_TIMEOUT + 60)
+    owed = Q(done_at__isnull=True, due_at__lte=now + timedelta(seconds=1)) & (Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+    if not WebhookOutbox.objects.filter(owed, pk=outbox_id).update(claimed_until=now + hold):
+        return None  # sent, not due yet, or another task holds it
+    row = WebhookOutbox.objects.get(pk=outbox_id)
+    delay = deliver(webhook_id=row.webhook_id, delivery_id=str(row.pk), attempt=row.attempt, turn_id=row.turn_id,
+                    message_id=row.message_id)
+    if delay is None:
+        WebhookOutbox.objects.filter(pk=row.pk).update(done_at=timezone.now(), claimed_until=None)
+    else:
+        WebhookOutbox.objects.filter(pk=row.pk).update(attempt=row.attempt + 1, claimed_until=None,
+                                                       due_at=timezone.now() + timedelta(seconds=delay))
+    return delay
+
+
+def outbox_due(*, grace_seconds: float = 15, limit: int = 500) -> list:
+    """Rows due for a while that no task holds: their task was lost (a broker or Redis outage, a
+    worker killed after the commit). The sweep queues them again."""
+    now = timezone.now()
+    return list(WebhookOutbox.objects.filter(done_at__isnull=True, due_at__lt=now - timedelta(seconds=grace_seconds))
+                .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)).order_by("due_at")
+                .values_list("pk", flat=True)[:limit])
 
 
 # ---------------------------------------------------------------- what is sent

@@ -63,16 +63,22 @@ def due_items_deliver(*, now=None) -> int:
                 notice = Message.objects.create(conversation=conversation, role=Message.Role.NOTICE, text=notice_text(
                     item=item, language=conversation.language, tz_name=conversation.timezone))
                 model.objects.filter(pk=item.pk).update(state=model.State.DELIVERED, delivered_at=now, notice=notice)
-                transaction.on_commit(partial(_notify, connection.tenant, notice, _posting_key(item)), robust=True)
+                from runtime import webhooks  # it imports the built-ins' models
+
+                owed = webhooks.outbox_row(api_key_id=_posting_key(item), message_id=notice.pk)
+                if owed is not None:  # owed in the notice's transaction; sent after the commit, or by the sweep
+                    owed_model, values = owed
+                    owed_model.objects.create(**values)
+                    transaction.on_commit(partial(_notify, connection.tenant, values["id"]), robust=True)
                 delivered += 1
     return delivered
 
 
-def _notify(tenant, notice, api_key_id):
+def _notify(tenant, outbox_id):
     from runtime import webhooks
 
     with tenant_context(tenant):  # a commit's callbacks may run after the sweep left the schema
-        webhooks.notice_stored(message=notice, api_key_id=api_key_id)
+        webhooks.outbox_queue(outbox_id)
 
 
 def scheduled_cancel(*, item):

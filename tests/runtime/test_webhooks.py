@@ -451,3 +451,75 @@ def test_errors_stored_as_text_before_codes_still_read():
 
     assert render_error("literal", {"text": "No answer within 10 s."}) == "No answer within 10 s."
     assert render_error("", {}) == "" and render_error("unknown_code", {}) == "unknown_code"
+
+
+def test_a_delivery_whose_queueing_was_lost_is_sent_by_the_sweep_once(alpha, eager):
+    """Issue 19: the reply and the delivery it owes are stored in one statement (the outbox). Here
+    the queueing after the commit never happens (as when the broker is down, or the worker dies
+    between the commit and the send); the periodic sweep finds the owed delivery and sends it, once:
+    sweeping or sending again sends nothing more."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from runtime.models import WebhookOutbox
+    from runtime.tasks import webhook_outbox_sweep, webhook_send
+
+    receiver = Receiver([200])
+    model = ScriptedModel([say("Abrimos a las 8.")])
+    with serve_asgi(receiver.app()) as hook, serve_asgi(model.app()) as url, agent(alpha, f"{url}/v1"):
+        set_webhook(alpha, f"{hook}/hook")
+        with alpha.schema():
+            key_id = ApiKey.objects.get(prefix=alpha.channel_key.split("_")[1]).pk
+        turn = post(alpha, "¿A qué hora abren?")
+        with alpha.schema():
+            Turn.objects.filter(pk=turn.pk).update(api_key_id=key_id)
+        finished = run(alpha, turn)  # inside the test's transaction: the after-commit queueing never runs
+        with alpha.schema():
+            [owed] = WebhookOutbox.objects.filter(turn_id=finished.pk)
+            assert owed.done_at is None and receiver.received == []
+            WebhookOutbox.objects.filter(pk=owed.pk).update(due_at=timezone.now() - timedelta(minutes=1))
+        webhook_outbox_sweep()
+        webhook_outbox_sweep()
+        with alpha.schema():
+            webhook_send(str(owed.pk))
+            assert WebhookOutbox.objects.get(pk=owed.pk).done_at is not None
+    assert len(receiver.received) == 1
+    assert receiver.received[0].headers["x-asixto-delivery"] == str(owed.pk)
+    assert receiver.received[0].json["turn_id"] == str(finished.pk)
+
+
+def test_an_owed_delivery_is_retried_with_its_delivery_id_only_when_due(alpha, settings):
+    """Issue 19: a failed attempt books the next one (same delivery id, next attempt number, due
+    after the planned pause); before it is due nothing is sent, after it is, once."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from runtime import webhooks
+    from runtime.models import WebhookOutbox
+
+    settings.ASIXTO_WEBHOOK_RETRY_DELAYS = [60, 60]
+    receiver = Receiver([503, 200])
+    model = ScriptedModel([say("Listo.")])
+    with serve_asgi(receiver.app()) as hook, serve_asgi(model.app()) as url, agent(alpha, f"{url}/v1"):
+        set_webhook(alpha, f"{hook}/hook")
+        with alpha.schema():
+            key_id = ApiKey.objects.get(prefix=alpha.channel_key.split("_")[1]).pk
+        turn = post(alpha, "Hola")
+        with alpha.schema():
+            Turn.objects.filter(pk=turn.pk).update(api_key_id=key_id)
+        run(alpha, turn)
+        with alpha.schema():
+            owed = WebhookOutbox.objects.get(turn_id=turn.pk)
+            assert webhooks.outbox_send(owed.pk) is not None  # 503: retried later
+            booked = WebhookOutbox.objects.get(pk=owed.pk)
+            assert booked.attempt == 2 and booked.due_at > timezone.now() and booked.done_at is None
+            assert webhooks.outbox_send(owed.pk) is None and len(receiver.received) == 1  # not due yet
+            assert owed.pk not in webhooks.outbox_due()
+            WebhookOutbox.objects.filter(pk=owed.pk).update(due_at=timezone.now() - timedelta(minutes=1))
+            assert webhooks.outbox_due() == [owed.pk]
+            assert webhooks.outbox_send(owed.pk) is None
+            assert WebhookOutbox.objects.get(pk=owed.pk).done_at is not None and webhooks.outbox_due() == []
+    assert [r.headers["x-asixto-attempt"] for r in receiver.received] == ["1", "2"]
+    assert len({r.headers["x-asixto-delivery"] for r in receiver.received}) == 1
