@@ -11,6 +11,9 @@ are served by whitenoise from the app."""
 import os
 from pathlib import Path
 
+# A web request waits at most this long for a database connection (the workers keep 30 s): while
+# PostgreSQL is unreachable the API answers 503 with Retry-After within seconds, not after 30 s.
+os.environ.setdefault("DB_POOL_TIMEOUT", "5")
 _port = os.environ.get("PORT", "8000")
 bind = [f"{os.environ.get('HOST', '0.0.0.0')}:{_port}"]
 worker_class = "gthread"

@@ -45,9 +45,10 @@ def _database_url() -> str:
 
 
 @contextmanager
-def wsgi_server(*, threads: int = 8, startup_timeout: float = 60.0):
+def wsgi_server(*, threads: int = 8, startup_timeout: float = 60.0, database_url: str | None = None):
     port = _free_port()
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "DATABASE_URL": _database_url(), "DB_CONN_MAX_AGE": "0"}
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "DATABASE_URL": database_url or _database_url(),
+           "DB_CONN_MAX_AGE": "0", "DB_POOL_TIMEOUT": "5"}  # as bin/gunicorn.conf.py sets it for the web
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "asixto.wsgi:application", "--worker-class", "gthread", "--workers", "1",
          "--threads", str(threads), "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "--timeout", "120"],
@@ -60,7 +61,7 @@ def wsgi_server(*, threads: int = 8, startup_timeout: float = 60.0):
             if process.poll() is not None:
                 raise RuntimeError(f"gunicorn exited with {process.returncode}")
             try:
-                httpx.get(f"{url}/api/v1/health", timeout=2)
+                httpx.get(f"{url}/api/v1/health", timeout=10)
                 break
             except httpx.HTTPError:
                 if time.monotonic() > deadline:
