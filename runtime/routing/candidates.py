@@ -323,10 +323,20 @@ class Signals:
     # closest example (-1: it has none), and with the closest "no tool" example
     example: np.ndarray | None = None
     example_none: float = -1.0
+    # `asks` and `asks_e5` without the examples (the requests built from the verb only): what the gate
+    # reads, so a tenant's examples move the ranking and never the gate it was fitted without (`untaught`)
+    asks_own: np.ndarray | None = None
+    asks_e5_own: np.ndarray | None = None
 
     @property
     def full(self) -> bool:
         return self.about_e5 is not None
+
+    def untaught(self) -> "Signals":
+        """These signals as if the tenant had taught no example."""
+        if self.asks_own is None:
+            return self
+        return replace(self, asks=self.asks_own, asks_e5=self.asks_e5_own, asks_own=None, asks_e5_own=None)
 
 
 def _best_per_tool(index: CatalogIndex, cosines: np.ndarray) -> np.ndarray:
@@ -349,6 +359,7 @@ def _with_examples(index: CatalogIndex, asks: np.ndarray, example_cosines: np.nd
     """A tool's closest request: of those built from its verb, and of the tenant's examples of it."""
     tools = index.examples_owner >= 0
     if tools.any():
+        asks = asks.copy()
         np.maximum.at(asks, index.examples_owner[tools], example_cosines[tools])
     return asks
 
@@ -359,10 +370,11 @@ def signals(index: CatalogIndex, plain: str, use: np.ndarray, acts: float = 0.0)
     asked = kinds_asked(plain)
     example_cosines = index.examples_use @ use
     example, example_none = _per_example(index, example_cosines)
+    own = _best_per_tool(index, index.asks @ use)
+    taught = _with_examples(index, own, example_cosines)
     return Signals(
         example=example, example_none=example_none, acting=index.acting, acts=acts,
-        about=(index.about @ use).max(axis=1), asks=_with_examples(index, _best_per_tool(index, index.asks @ use),
-                                                                   example_cosines),
+        about=(index.about @ use).max(axis=1), asks=taught, asks_own=own if taught is not own else None,
         lexical=lexical(index, expand(stems(plain))),
         kind=np.array([1.0 if kind in asked else 0.0 for kind in index.kinds], dtype=np.float32),
         foreign=bool(asked) and not asked & set(index.kinds) and None not in index.kinds,
@@ -371,6 +383,8 @@ def signals(index: CatalogIndex, plain: str, use: np.ndarray, acts: float = 0.0)
 
 def with_e5(index: CatalogIndex, cheap: Signals, e5: np.ndarray) -> Signals:
     """The cheap signals completed with e5's, from the message's e5 vector (as a query)."""
-    return replace(cheap, about_e5=(index.about_e5 @ e5).max(axis=1), inputs_e5=index.inputs_e5 @ e5,
-                   asks_e5=_with_examples(index, _best_per_tool(index, index.asks_e5 @ e5), index.examples_e5 @ e5))
+    own = _best_per_tool(index, index.asks_e5 @ e5)
+    taught = _with_examples(index, own, index.examples_e5 @ e5)
+    return replace(cheap, about_e5=(index.about_e5 @ e5).max(axis=1), inputs_e5=index.inputs_e5 @ e5, asks_e5=taught,
+                   asks_e5_own=own if taught is not own else None)
 

@@ -360,8 +360,10 @@ def _margin(scores: np.ndarray) -> float:
 
 
 def cheap_features(reading: Reading) -> list[float]:
-    """What the cheap gate weighs (no e5), in the order of CHEAP_COEFFICIENTS."""
-    s, scores = reading.signals, cheap_scores(reading.signals)
+    """What the cheap gate weighs (no e5), in the order of CHEAP_COEFFICIENTS; the tenant's examples
+    left out (`Signals.untaught`): they rank, the gate was fitted without them."""
+    s = reading.signals.untaught()
+    scores = cheap_scores(s)
     return [float(scores.max()), _margin(scores), float(s.about.max()), float(s.asks.max()),
             min(float(s.lexical.max()), LEX_CAP) / LEX_CAP, float(s.kind.max() > 0), reading.small_talk[0],
             min(reading.words, 6) / 6, float(reading.only_data), float(reading.foreign), float(reading.request_form),
@@ -370,8 +372,10 @@ def cheap_features(reading: Reading) -> list[float]:
 
 
 def gate_features(reading: Reading) -> list[float]:
-    """What the full gate weighs, in the order of GATE_COEFFICIENTS (a `full` reading)."""
-    s, scores = reading.signals, reading.scores
+    """What the full gate weighs, in the order of GATE_COEFFICIENTS (a `full` reading); without the
+    tenant's examples, as the cheap gate's."""
+    s = reading.signals.untaught()
+    scores = tool_scores(s) if s is not reading.signals else reading.scores
     return [float(scores.max()), _margin(scores), float(s.about_e5.max()), float(s.asks_e5.max()), float(s.about.max()),
             float(s.asks.max()), min(float(s.lexical.max()), LEX_CAP) / LEX_CAP, float(s.kind.max() > 0),
             reading.small_talk[0], reading.small_talk[1], min(reading.words, 6) / 6, float(reading.only_data),
