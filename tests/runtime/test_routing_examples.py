@@ -179,3 +179,22 @@ def test_support_corrects_a_turns_routing_on_the_conversation_page(committed_wor
     assert CASE in shown and committed_world.support_username in shown
     assert after.needs_tool and after.best == CASE and after.reason == "like an example of its tool"
     assert not (before.needs_tool and before.best == CASE)  # what the correction changed
+
+
+def test_examples_move_the_ranking_and_never_the_gate():
+    """R6, issue 18: the gate was fitted without examples, so it reads the signals without them
+    (`Signals.untaught`): a message that is not one of the examples gets the same probability of
+    needing a tool with or without them, while the tool the examples teach rises in the ranking."""
+    from runtime.routing import gate
+    from runtime.routing.candidates import catalog_index
+    from tests.runtime.test_routing_check import CARDS
+
+    taught = [Example(SEARCH, "¿me consiguen un aparato de esos para la sala?"),
+              Example(SEARCH, "busco un cacharro para ver tele")]
+    message = "oiga, y un aparato de esos para la tele, ¿tienen?"
+    (plain,) = gate.read(catalog_index(CARDS), [message], cascade=False)
+    (with_examples,) = gate.read(catalog_index(CARDS, taught), [message], cascade=False)
+    assert gate.gate_features(with_examples) == gate.gate_features(plain)
+    assert gate.tool_probability(with_examples) == gate.tool_probability(plain)
+    search = [card.name for card in CARDS].index(SEARCH)
+    assert with_examples.scores[search] > plain.scores[search]
