@@ -324,7 +324,11 @@ ASIXTO_EVENT_STREAM_SECONDS = float(os.environ.get("ASIXTO_EVENT_STREAM_SECONDS"
 ASIXTO_STREAMS_PER_KEY = envint("ASIXTO_STREAMS_PER_KEY", 20)
 ASIXTO_STREAMS_PER_TENANT = envint("ASIXTO_STREAMS_PER_TENANT", 50)
 ASIXTO_STREAMS_PER_PROCESS = envint("ASIXTO_STREAMS_PER_PROCESS", max(1, envint("WEB_THREADS", 8) // 2))
-ASIXTO_TURN_LEASE_SECONDS = envint("ASIXTO_TURN_LEASE_SECONDS", 900)
+# A worker's claim on a turn, renewed by its writes and, while it waits on a model or a tool, every
+# ASIXTO_TURN_LEASE_RENEW_SECONDS by its process (runtime/lease_keeper.py; 0: only by writes, and
+# then the lease must outlast the longest wait): a killed worker's turns are taken over after it.
+ASIXTO_TURN_LEASE_SECONDS = envint("ASIXTO_TURN_LEASE_SECONDS", 60)
+ASIXTO_TURN_LEASE_RENEW_SECONDS = envint("ASIXTO_TURN_LEASE_RENEW_SECONDS", 20)
 # A queued turn no worker picked up after this long is sent again (see runtime.tasks).
 ASIXTO_TURN_RESEND_SECONDS = envint("ASIXTO_TURN_RESEND_SECONDS", 300)
 # A turn cut short by a passing database, Redis or broker failure runs again after this many

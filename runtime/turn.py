@@ -45,7 +45,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from asixto.json_input import JsonInputError, check_json, storable
-from runtime import events, selectors, webhooks
+from runtime import events, lease_keeper, selectors, webhooks
 from runtime.budgets import apply_budgets
 from runtime.builtins import TurnBuiltins, fact_source, is_builtin
 from runtime.model_client import Answer, Endpoint, ModelError, NativeCall, complete
@@ -122,6 +122,7 @@ def turn_execute(*, turn_id) -> None:
     if claimed is None:
         return
     turn, newest = claimed
+    lease_keeper.hold(connection.schema_name, turn_id, runner)
     try:
         _run(turn, runner, newest)
     except LeaseLost:
@@ -134,11 +135,14 @@ def turn_execute(*, turn_id) -> None:
                     error_code="internal", error_detail=type(exc).__name__)
         else:
             log.warning("turn %s: %s: %s; it runs again", turn_id, type(exc).__name__, exc)
+            lease_keeper.release(connection.schema_name, turn_id)  # the shortened lease must run out
             _run_again(turn_id, runner)
     except Exception as exc:
         log.exception("turn %s failed", turn_id)
         _finish(turn, runner, reply=failure_reply(turn.conversation.language), status=Turn.Status.FAILED,
                 error_code="internal", error_detail=type(exc).__name__)  # the message may quote SQL: the log has it
+    finally:
+        lease_keeper.release(connection.schema_name, turn_id)
 
 
 def _run_again(turn_id, runner):

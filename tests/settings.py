@@ -12,6 +12,9 @@ os.environ.setdefault("ASIXTO_ROUTING", "0")
 # Tests change a tenant's settings and run its next turn at once, in this process: tasks read the
 # tenant every time (tests/runtime/test_worker_tenant_cache.py turns the cache on).
 os.environ.setdefault("ASIXTO_WORKER_TENANT_CACHE_SECONDS", "0")
+# No lease-keeper thread: tests run turns inside transactions it could not see; the tests of the
+# keeper turn it on (tests/runtime/test_turn_faults.py).
+os.environ.setdefault("ASIXTO_TURN_LEASE_RENEW_SECONDS", "0")
 # stdio test servers run with the venv's Python, which a machine may keep where an unprivileged
 # user cannot read it (/root): children keep the tests' own user, without any capability.
 # tests/tools/test_stdio_isolation.py runs them as an unprivileged user too.

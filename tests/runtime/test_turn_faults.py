@@ -61,3 +61,29 @@ def test_a_database_connection_lost_mid_turn_leaves_the_turn_to_run_again_not_fa
             assert done.status == Turn.Status.DONE and done.reply.text == "Hola, ¿en qué te ayudo?"
             assert TurnEvent.objects.filter(turn=turn, kind="reply").count() == 1
         connection.set_schema_to_public()
+
+
+def test_a_turn_waiting_on_its_model_keeps_its_lease_and_a_dead_runner_loses_it(committed_world, django_db_blocker, settings):
+    """Issue 19: the lease is short (a killed worker's turns are taken over soon after) because the
+    process renews the leases of the turns it runs while they wait; a turn's lease moves on while
+    its model takes its time, and stops moving once the turn is over."""
+    settings.ASIXTO_TURN_LEASE_SECONDS, settings.ASIXTO_TURN_LEASE_RENEW_SECONDS = 5, 1
+    world, gate = committed_world, threading.Event()
+    model = ScriptedModel([held(say("Listo."), gate)])
+    with django_db_blocker.unblock(), serve_asgi(model.app()) as url, agent(world, f"{url}/v1"):
+        turn = queued_turn(world, "Hola")
+        runner = run_in_thread(world, turn)
+        assert model.arrived.wait(CEILING)
+        with world.schema():
+            first = Turn.objects.get(pk=turn.pk).lease_expires_at
+            deadline, later = time.monotonic() + CEILING, first
+            while later <= first and time.monotonic() < deadline:  # renewed by the keeper, not by a write
+                time.sleep(0.2)
+                later = Turn.objects.get(pk=turn.pk).lease_expires_at
+            assert later > first, "the lease was not renewed while the turn waited"
+        gate.set()
+        runner.join(CEILING)
+        with world.schema():
+            done = Turn.objects.get(pk=turn.pk)
+            assert done.status == Turn.Status.DONE and done.lease_expires_at is None
+        connection.set_schema_to_public()
