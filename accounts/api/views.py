@@ -50,7 +50,7 @@ class UserDetailView(APIView):
         data.is_valid(raise_exception=True)
         return Response(s.UserSerializer(services.user_update(user=user, **data.validated_data)).data)
 
-    @extend_schema(responses=s.UserSerializer, description="Deactivate the person (the record stays). Not the last active admin (409).")
+    @extend_schema(responses={200: s.UserSerializer}, description="Deactivate the person (the record stays). Not the last active admin (409).")
     def delete(self, request, pk):
         return Response(s.UserSerializer(services.user_deactivate(user=get_object_or_404(User, pk=pk))).data)
 

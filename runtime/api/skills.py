@@ -4,6 +4,7 @@ tenant sees its own (T1): another tenant's skill is a 404."""
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -36,6 +37,7 @@ class SkillListCreateView(generics.ListAPIView):
     serializer_class = SkillSerializer
     queryset = Skill.objects.all()
 
+    @extend_schema(request=SkillSerializer, responses={201: SkillSerializer})
     def post(self, request):
         serializer = SkillSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -27,3 +27,12 @@ def test_it_paginates_lists(alpha):
         api_key_create(tenant=alpha.tenant, name=f"k{index}", scope=ApiKey.Scope.CHANNEL)
     page = alpha.api().get("/api/v1/api-keys?limit=2").json()
     assert page["count"] == 5 and len(page["results"]) == 2 and page["next"]
+
+
+def test_the_schema_documents_the_status_a_create_and_a_deactivation_answer(alpha):
+    """Issue 19: `POST /skills` answers 201 and `DELETE /users/{id}` 200 with the person, and the
+    schema says so (it said 200 and 204)."""
+    paths = alpha.api(key="").get("/api/v1/schema/", HTTP_ACCEPT="application/json").json()["paths"]
+    assert "201" in paths["/api/v1/skills"]["post"]["responses"]
+    deactivate = paths["/api/v1/users/{id}"]["delete"]["responses"]
+    assert "200" in deactivate and "204" not in deactivate
