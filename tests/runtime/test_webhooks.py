@@ -453,6 +453,18 @@ def test_errors_stored_as_text_before_codes_still_read():
     assert render_error("", {}) == "" and render_error("unknown_code", {}) == "unknown_code"
 
 
+def finished_with_webhook(world, hook_url, text):
+    """A turn posted with the channel key, whose webhook is `hook_url`, run here inside the test's
+    transaction: its reply and the delivery it owes are stored, the after-commit send never runs."""
+    set_webhook(world, hook_url)
+    with world.schema():
+        key_id = ApiKey.objects.get(prefix=world.channel_key.split("_")[1]).pk
+    turn = post(world, text)
+    with world.schema():
+        Turn.objects.filter(pk=turn.pk).update(api_key_id=key_id)
+    return run(world, turn)
+
+
 def test_a_delivery_whose_queueing_was_lost_is_sent_by_the_sweep_once(alpha, eager):
     """Issue 19: the reply and the delivery it owes are stored in one statement (the outbox). Here
     the queueing after the commit never happens (as when the broker is down, or the worker dies
@@ -468,13 +480,7 @@ def test_a_delivery_whose_queueing_was_lost_is_sent_by_the_sweep_once(alpha, eag
     receiver = Receiver([200])
     model = ScriptedModel([say("Abrimos a las 8.")])
     with serve_asgi(receiver.app()) as hook, serve_asgi(model.app()) as url, agent(alpha, f"{url}/v1"):
-        set_webhook(alpha, f"{hook}/hook")
-        with alpha.schema():
-            key_id = ApiKey.objects.get(prefix=alpha.channel_key.split("_")[1]).pk
-        turn = post(alpha, "¿A qué hora abren?")
-        with alpha.schema():
-            Turn.objects.filter(pk=turn.pk).update(api_key_id=key_id)
-        finished = run(alpha, turn)  # inside the test's transaction: the after-commit queueing never runs
+        finished = finished_with_webhook(alpha, f"{hook}/hook", "¿A qué hora abren?")
         with alpha.schema():
             [owed] = WebhookOutbox.objects.filter(turn_id=finished.pk)
             assert owed.done_at is None and receiver.received == []
@@ -503,13 +509,7 @@ def test_an_owed_delivery_is_retried_with_its_delivery_id_only_when_due(alpha, s
     receiver = Receiver([503, 200])
     model = ScriptedModel([say("Listo.")])
     with serve_asgi(receiver.app()) as hook, serve_asgi(model.app()) as url, agent(alpha, f"{url}/v1"):
-        set_webhook(alpha, f"{hook}/hook")
-        with alpha.schema():
-            key_id = ApiKey.objects.get(prefix=alpha.channel_key.split("_")[1]).pk
-        turn = post(alpha, "Hola")
-        with alpha.schema():
-            Turn.objects.filter(pk=turn.pk).update(api_key_id=key_id)
-        run(alpha, turn)
+        turn = finished_with_webhook(alpha, f"{hook}/hook", "Hola")
         with alpha.schema():
             owed = WebhookOutbox.objects.get(turn_id=turn.pk)
             assert webhooks.outbox_send(owed.pk) is not None  # 503: retried later

@@ -80,9 +80,9 @@ def platform_services() -> tuple[set[tuple[str, int]], set[str]]:
     return tcp, {os.path.realpath(path) for path in dirs}
 
 
-def hidden_dirs() -> list[str]:
-    """The socket directories a fenced server must not see (those that exist)."""
-    return sorted(path for path in platform_services()[1] if os.path.isdir(path))
+def hidden_dirs(dirs: set[str]) -> list[str]:
+    """Of the platform's socket directories, those that exist: a fenced server must not see them."""
+    return sorted(path for path in dirs if os.path.isdir(path))
 
 
 def _uid_specs(shared_uid: int | None) -> list[str]:
@@ -97,9 +97,9 @@ def _uid_specs(shared_uid: int | None) -> list[str]:
     return specs
 
 
-def rules(shared_uid: int | None) -> dict[int, list[str]]:
-    """IP version → the chain's rules (iptables-restore syntax, without the chain name)."""
-    tcp, _dirs = platform_services()
+def rules(shared_uid: int | None, tcp: set[tuple[str, int]]) -> dict[int, list[str]]:
+    """IP version → the chain's rules for the platform's TCP services `tcp` (iptables-restore
+    syntax, without the chain name)."""
     by_version: dict[int, set[str]] = {4: set(), 6: set()}
     for host, port in tcp:
         try:
@@ -147,8 +147,9 @@ def prepare(shared_uid: int | None) -> list[str]:
     and cannot be set up: the server must then not start."""
     if not enabled():
         return []
+    tcp, dirs = platform_services()
     with _lock:
-        for version, chain_rules in rules(shared_uid).items():
+        for version, chain_rules in rules(shared_uid, tcp).items():
             if chain_rules:
                 _install("iptables" if version == 4 else "ip6tables", chain_rules)
-    return hidden_dirs()
+    return hidden_dirs(dirs)
