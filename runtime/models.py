@@ -5,11 +5,16 @@ runtime/builtins/models.py and are imported at the end."""
 
 import uuid
 
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from tenants.crypto import EncryptedTextField
+
+# PostgreSQL text-search configurations of the conversation search (issue 20).
+SEARCH_CONFIGS = ("spanish", "english")
 
 CHANNEL_KINDS = [("chat", _("chat")), ("voice", _("voice"))]
 
@@ -60,6 +65,12 @@ class Message(models.Model):
                 fields=["conversation", "external_id"], condition=~models.Q(external_id=""),
                 name="message_unique_external_id",
             )
+        ]
+        # Conversation search (issue 20) matches words in either language: one index per config,
+        # on the very expression runtime.search filters on, so the planner can use it.
+        indexes = [
+            GinIndex(SearchVector("text", config=config), name=f"message_text_{config}_search")
+            for config in SEARCH_CONFIGS
         ]
 
     def __str__(self):

@@ -101,3 +101,15 @@ class ApiKeyForm(forms.Form):
     scope = forms.ChoiceField(
         label=_("Scope"), choices=[(ApiKey.Scope.CHANNEL, ApiKey.Scope.CHANNEL.label), (ApiKey.Scope.ADMIN, ApiKey.Scope.ADMIN.label)]
     )
+    expires_at = forms.DateTimeField(
+        label=_("Expires"), required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        help_text=_("Optional, in UTC. Empty: the key does not expire."),
+    )
+
+
+class ApiKeyRotateForm(forms.Form):
+    """How long the old key keeps working after a rotation (issue 20)."""
+
+    GRACES = [(0, _("Revoke the old key now")), (60, _("Keep the old key 1 hour")),
+              (24 * 60, _("Keep the old key 24 hours")), (7 * 24 * 60, _("Keep the old key 7 days"))]
+    grace_minutes = forms.TypedChoiceField(label=_("Old key"), choices=GRACES, coerce=int, initial=0)

@@ -2,6 +2,7 @@
 API key alone, on any host (T2): the credential chooses the tenant, never a bare header."""
 
 import hmac
+from datetime import timezone as dt_timezone
 
 from django.db import connection
 from django.http import JsonResponse
@@ -10,6 +11,7 @@ from django_tenants.middleware.main import TenantMainMiddleware
 
 from asixto.errors import error_body
 from tenants.models import ApiKey
+from tenants.services import api_key_mark_used
 
 API_PREFIX = "/api/"
 
@@ -38,6 +40,11 @@ class TenantMiddleware(TenantMainMiddleware):
             return api_error(
                 401, "not_authenticated", _("Invalid or revoked API key."), WWW_Authenticate='Bearer realm="api"'
             )
+        if key.is_expired:
+            message = _("This API key expired on %(when)s (UTC). Create or rotate a key.") % {
+                "when": key.expires_at.astimezone(dt_timezone.utc).strftime("%Y-%m-%d %H:%M")}
+            return api_error(401, "key_expired", message, WWW_Authenticate='Bearer realm="api", error="invalid_token"')
+        api_key_mark_used(key=key)
         request.api_key = key
         if key.tenant is None:
             self.setup_url_routing(request, force_public=True)

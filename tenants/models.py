@@ -124,9 +124,18 @@ class Domain(DomainMixin):
 KEY_FORMAT = re.compile(r"asx_([0-9a-f]{12})_([A-Za-z0-9_-]{20,100})")
 
 
+class ApiKeyQuerySet(models.QuerySet):
+    def usable(self):
+        """Keys that open the API now: not revoked, not expired (issue 20)."""
+        return self.filter(revoked_at__isnull=True).filter(
+            models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=timezone.now())
+        )
+
+
 class ApiKey(models.Model):
     """A credential for the REST API (T2, T3). Only a SHA-256 of the key is stored: keys are
-    256-bit random strings, so a fast hash is enough and keeps lookups cheap on every request."""
+    256-bit random strings, so a fast hash is enough and keeps lookups cheap on every request.
+    A key may expire (`expires_at`); `last_used_at` is kept to the minute (issue 20)."""
 
     class Scope(models.TextChoices):
         CHANNEL = "channel", _("Channel (conversations and turns)")
@@ -142,6 +151,12 @@ class ApiKey(models.Model):
     key_hash = models.CharField(max_length=64, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    expires_at = models.DateTimeField(_("expires"), null=True, blank=True)
+    last_used_at = models.DateTimeField(_("last used"), null=True, blank=True, editable=False)
+    # The key a rotation made to take this one's place: a webhook follows it (issue 20).
+    replaced_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False)
+
+    objects = ApiKeyQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -165,8 +180,12 @@ class ApiKey(models.Model):
         return str(self.PLATFORM_NAMES.get(self.name, self.name))
 
     @property
+    def is_expired(self):
+        return self.expires_at is not None and self.expires_at <= timezone.now()
+
+    @property
     def is_active(self):
-        return self.revoked_at is None
+        return self.revoked_at is None and not self.is_expired
 
     @staticmethod
     def hash(plaintext: str) -> str:
