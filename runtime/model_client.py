@@ -83,8 +83,10 @@ def _redact(text: str, endpoint: Endpoint) -> str:
     return text.replace(endpoint.api_key, "***") if endpoint.api_key else text
 
 
-def complete(*, endpoint: Endpoint, messages: list[dict], tools: list[dict] | None = None, deadline: float | None = None) -> Answer:
-    """One Chat Completions request; the first choice, or ModelError."""
+def complete(*, endpoint: Endpoint, messages: list[dict], tools: list[dict] | None = None, deadline: float | None = None,
+             max_tokens: int | None = None) -> Answer:
+    """One Chat Completions request; the first choice, or ModelError. `max_tokens` bounds the
+    answer (the connection test's small request); turns leave it to the server."""
     deadline = settings.ASIXTO_MODEL_TIMEOUT if deadline is None else deadline
     if not endpoint.base_url or not endpoint.model:
         raise ModelError("model_not_configured", "no model endpoint or model name in the agent settings")
@@ -93,6 +95,8 @@ def complete(*, endpoint: Endpoint, messages: list[dict], tools: list[dict] | No
     except OutboundRefused as exc:
         raise ModelError("model_refused", exc.message) from exc
     payload = {"model": endpoint.model, "messages": messages, "stream": False}
+    if max_tokens:
+        payload["max_tokens"] = max_tokens
     if tools:
         payload["tools"] = tools  # in the catalog's order, so the server's prompt cache keeps working (R2)
     headers = {"Content-Type": "application/json", "Accept": "application/json"}

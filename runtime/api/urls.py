@@ -1,6 +1,6 @@
 from django.urls import path
 
-from runtime.api import scheduled, skills, usage, views, webhooks
+from runtime.api import model_test, scheduled, skills, usage, views, webhooks
 
 urlpatterns = [
     path("conversations", views.ConversationListCreateView.as_view(), name="conversation-list"),
@@ -22,4 +22,5 @@ urlpatterns = [
     path("skills", skills.SkillListCreateView.as_view(), name="skill-list"),
     path("skills/<uuid:pk>", skills.SkillDetailView.as_view(), name="skill-detail"),
     path("usage", usage.UsageView.as_view(), name="usage"),
+    path("tenant/model-test", model_test.ModelTestView.as_view(), name="tenant-model-test"),
 ]
