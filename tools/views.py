@@ -26,6 +26,7 @@ from tools.gateway import CallContext, call_tool, flush_records
 from tools.mcp.errors import render_error
 from tools.models import ToolCall
 from tools.server_quota import server_register
+from tools.stats import PERIODS, ToolStats, period_of, tool_stats
 
 TOOL_FILTER_CHOICES = 200
 
@@ -106,8 +107,13 @@ def catalog_page(request):
     page = list_page(request, tools)
     shared = selectors.with_shared_findings(page)  # warnings most of a server's tools share: once (issue 8)
     shared_by_server = [(server, shared[server.pk]) for server in selectors.servers() if server.pk in shared]
+    period, since, until = period_of(request.GET.get("period"))
+    figures = tool_stats(tool_ids=[tool.pk for tool in page], since=since, until=until)
+    for tool in page:
+        tool.stats = figures.get(tool.pk, ToolStats())
     return render(request, "tools/catalog.html", {
         "nav": "catalog", "page": page, "tools": page, "servers": selectors.servers(), "shared_findings": shared_by_server,
+        "period": period, "periods": PERIODS,
     })
 
 
@@ -174,8 +180,11 @@ def tool_page(request, pk):
             return redirect("dashboard:tool", pk=tool.pk)
     definition = json.dumps(tool.definition, ensure_ascii=False, indent=2)
     violations = selectors.tool_calls(tool_id=tool.pk, violations_only=True)[:20]
+    period, since, until = period_of(request.GET.get("period"))
     return render(request, "tools/tool.html", {
         "nav": "catalog", "tool": tool, "form": form, "definition": definition, "console": console,
+        "stats": tool_stats(tool_ids=[tool.pk], since=since, until=until).get(tool.pk, ToolStats()),
+        "period": period, "periods": PERIODS,
         "violations": violations, "fields": console_help.field_guide(schema), "verb": console_help.tool_verb(tool),
         "needs_confirmation": console_help.needs_confirmation(tool), "unavailable": console_help.unavailable_reason(tool),
         **console_state,

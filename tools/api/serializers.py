@@ -218,3 +218,18 @@ class ToolCallFilterSerializer(serializers.Serializer):
     outcome = serializers.ChoiceField(choices=ToolCall.Outcome.choices, required=False)
     turn = serializers.UUIDField(required=False, source="turn_id")
     violations = serializers.BooleanField(required=False, source="violations_only")
+
+
+class ToolStatsSerializer(serializers.Serializer):
+    """Per-tool figures over a period (issue 20), from the gateway's call records."""
+
+    tool = serializers.UUIDField()
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField()
+    calls = serializers.IntegerField()
+    failures = serializers.IntegerField(help_text="Calls that failed (timeouts, connection or protocol errors, invalid output…); "
+                                                  "a business error is an answer, not a failure.")
+    failure_rate = serializers.FloatField(allow_null=True, help_text="failures / calls; null without calls.")
+    p50_ms = serializers.FloatField(allow_null=True, help_text="Median call duration; null without calls.")
+    p95_ms = serializers.FloatField(allow_null=True, help_text="95th percentile call duration; null without calls.")
+    last_failure_at = serializers.DateTimeField(allow_null=True, help_text="The period's last failed call.")

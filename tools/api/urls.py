@@ -12,6 +12,7 @@ urlpatterns = [
     path("tools", views.ToolListView.as_view(), name="tool-list"),
     path("tools/<uuid:pk>", views.ToolDetailView.as_view(), name="tool-detail"),
     path("tools/<uuid:pk>/overlay", views.ToolOverlayView.as_view(), name="tool-overlay"),
+    path("tools/<uuid:pk>/stats", views.ToolStatsView.as_view(), name="tool-stats"),
     path("tools/<uuid:pk>/probe", views.ToolProbeView.as_view(), name="tool-probe"),
     path("tools/<uuid:pk>/invoke", views.ToolInvokeView.as_view(), name="tool-invoke"),
     path("tool-calls", views.ToolCallListView.as_view(), name="tool-call-list"),

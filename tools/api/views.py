@@ -9,11 +9,13 @@ from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from asixto.api import PeriodSerializer
 from tools import overlays, routing_examples, selectors, services
 from tools.api import serializers as s
 from tools.gateway import CallContext, call_tool, flush_records
 from tools.models import ToolCall
 from tools.server_quota import server_register
+from tools.stats import ToolStats, tool_stats
 
 
 class ServerListCreateView(generics.ListAPIView):
@@ -96,6 +98,23 @@ class ToolDetailView(APIView):
         if "sample_arguments" in data.validated_data:
             services.tool_set_sample_arguments(tool=tool, sample_arguments=data.validated_data["sample_arguments"])
         return Response(s.ToolDetailSerializer(get_object_or_404(selectors.tools(), pk=pk)).data)
+
+
+class ToolStatsView(APIView):
+    """Per-tool figures (issue 20): calls, failures, failure rate, p50/p95 latency, last failure."""
+
+    @extend_schema(parameters=[PeriodSerializer], responses=s.ToolStatsSerializer,
+                   description="Figures of the tool's calls started in [since, until) (default: the last 30 days).")
+    def get(self, request, pk):
+        tool = get_object_or_404(selectors.tools(include_removed=True), pk=pk)
+        params = PeriodSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        period = params.validated_data
+        stats = tool_stats(tool_ids=[tool.pk], **period).get(tool.pk, ToolStats())
+        return Response(s.ToolStatsSerializer({
+            "tool": tool.pk, **period, "calls": stats.calls, "failures": stats.failures, "failure_rate": stats.failure_rate,
+            "p50_ms": stats.p50_ms, "p95_ms": stats.p95_ms, "last_failure_at": stats.last_failure_at,
+        }).data)
 
 
 class ToolProbeView(APIView):
