@@ -25,6 +25,7 @@ from tools.forms import ConsoleForm, SampleArgumentsForm, ServerForm
 from tools.gateway import CallContext, call_tool, flush_records
 from tools.mcp.errors import render_error
 from tools.models import ToolCall
+from tools.offerings import server_offerings
 from tools.server_quota import server_register
 from tools.stats import PERIODS, ToolStats, period_of, tool_stats
 
@@ -244,6 +245,20 @@ def tool_toggle(request, pk):
 
 
 @tenant_page
+def server_offerings_page(request, pk):
+    """The server's resources and prompts as it lists them now (issue 20), read-only; a failure
+    is shown with its message instead of the list it stopped."""
+    server = get_object_or_404(selectors.servers(), pk=pk)
+    sections = []
+    for kind, title in (("resources", _("Resources")), ("prompts", _("Prompts"))):
+        try:
+            sections.append({"kind": kind, "title": title, "offered": server_offerings(server=server, kind=kind)})
+        except (mcp.McpError, ApplicationError) as exc:
+            sections.append({"kind": kind, "title": title, "error": exc.message, "code": getattr(exc, "code", "")})
+    return render(request, "tools/server_offerings.html", {"nav": "servers", "server": server, "sections": sections})
+
+
+@tenant_page
 def versions_page(request, pk):
     server = get_object_or_404(selectors.servers(), pk=pk)
     page = list_page(request, selectors.catalog_versions(server=server).order_by("-number"))
@@ -264,6 +279,7 @@ urlpatterns = [
     path("servers/<uuid:pk>/delete/", server_delete, name="server_delete"),
     path("servers/<uuid:pk>/status/", server_status, name="server_status"),
     path("servers/<uuid:pk>/versions/", versions_page, name="server_versions"),
+    path("servers/<uuid:pk>/offerings/", server_offerings_page, name="server_offerings"),
     path("catalog/", catalog_page, name="catalog"),
     path("catalog/versions/<uuid:pk>/", version_page, name="catalog_version"),
     path("tools/<uuid:pk>/", tool_page, name="tool"),

@@ -233,3 +233,41 @@ class ToolStatsSerializer(serializers.Serializer):
     p50_ms = serializers.FloatField(allow_null=True, help_text="Median call duration; null without calls.")
     p95_ms = serializers.FloatField(allow_null=True, help_text="95th percentile call duration; null without calls.")
     last_failure_at = serializers.DateTimeField(allow_null=True, help_text="The period's last failed call.")
+
+
+class ResourceSerializer(serializers.Serializer):
+    uri = serializers.CharField(allow_null=True)
+    name = serializers.CharField(allow_null=True)
+    title = serializers.CharField(allow_null=True)
+    description = serializers.CharField(allow_null=True)
+    mimeType = serializers.CharField(allow_null=True)  # noqa: N815 (the protocol's name)
+    size = serializers.IntegerField(allow_null=True)
+
+
+class PromptArgumentSerializer(serializers.Serializer):
+    name = serializers.CharField(allow_null=True)
+    description = serializers.CharField(allow_null=True)
+    required = serializers.BooleanField()
+
+
+class PromptSerializer(serializers.Serializer):
+    name = serializers.CharField(allow_null=True)
+    title = serializers.CharField(allow_null=True)
+    description = serializers.CharField(allow_null=True)
+    arguments = PromptArgumentSerializer(many=True)
+
+
+class ServerResourcesSerializer(serializers.Serializer):
+    """The server's `resources/list`, read now (issue 20); empty when it offers none."""
+
+    server = serializers.UUIDField()
+    resources = ResourceSerializer(many=True)
+    truncated = serializers.BooleanField(help_text="The server lists more than the 500 shown.")
+
+
+class ServerPromptsSerializer(serializers.Serializer):
+    """The server's `prompts/list`, read now (issue 20); empty when it offers none."""
+
+    server = serializers.UUIDField()
+    prompts = PromptSerializer(many=True)
+    truncated = serializers.BooleanField(help_text="The server lists more than the 500 shown.")

@@ -10,10 +10,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from asixto.api import PeriodSerializer
-from tools import overlays, routing_examples, selectors, services
+from asixto.errors import ApplicationError
+from tools import mcp, overlays, routing_examples, selectors, services
 from tools.api import serializers as s
 from tools.gateway import CallContext, call_tool, flush_records
 from tools.models import ToolCall
+from tools.offerings import server_offerings
 from tools.server_quota import server_register
 from tools.stats import ToolStats, tool_stats
 
@@ -57,6 +59,37 @@ class ServerSyncView(APIView):
         server = get_object_or_404(selectors.servers(), pk=pk)
         services.server_queue_sync(server=server)
         return Response(s.ServerSerializer(server).data, status=status.HTTP_202_ACCEPTED)
+
+
+class _ServerOfferingsView(APIView):
+    """What the server lists now besides tools (issue 20), read-only. A server failure is a 502
+    whose code is the connection layer's (`connect_refused`, `timeout`, `http_status`, …)."""
+
+    kind = ""
+
+    def get(self, request, pk):
+        server = get_object_or_404(selectors.servers(), pk=pk)
+        try:
+            offered = server_offerings(server=server, kind=self.kind)
+        except mcp.McpError as exc:
+            raise ApplicationError(exc.message, code=exc.code, status_code=status.HTTP_502_BAD_GATEWAY) from exc
+        return Response({"server": server.pk, self.kind: offered.items, "truncated": offered.truncated})
+
+
+class ServerResourcesView(_ServerOfferingsView):
+    kind = "resources"
+
+    @extend_schema(responses=s.ServerResourcesSerializer, description="The server's resources/list, read now.")
+    def get(self, request, pk):
+        return super().get(request, pk)
+
+
+class ServerPromptsView(_ServerOfferingsView):
+    kind = "prompts"
+
+    @extend_schema(responses=s.ServerPromptsSerializer, description="The server's prompts/list, read now.")
+    def get(self, request, pk):
+        return super().get(request, pk)
 
 
 class CatalogVersionListView(generics.ListAPIView):
