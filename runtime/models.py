@@ -151,6 +151,10 @@ class TurnStep(models.Model):
     model_text = models.TextField(blank=True)  # what the model read, after both budgets
     record_id = models.UUIDField(null=True, blank=True)  # the gateway's call record (tools.ToolCall)
     sends = models.PositiveSmallIntegerField(default=0)
+    # Model, reply and routing steps: the request's tokens as the model server reported them
+    # (`usage`); null when it did not say (issue 20).
+    tokens_in = models.PositiveIntegerField(null=True, blank=True)
+    tokens_out = models.PositiveIntegerField(null=True, blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -340,8 +340,9 @@ def _route_step(run: _Run, tenant, history, question) -> Route | None:
         return None
     if "router" not in record:  # the cheap check said no tool: nothing to store
         return None
+    tokens_in, tokens_out = record.pop("router_tokens", (None, None))
     _write(run, _next_index(run), kind=TurnStep.Kind.MODEL, state=TurnStep.State.DONE, finished_at=timezone.now(),
-           response={"content": "", "tool_calls": [], "routing": record, "route": route.to_dict() if route else None})
+           tokens_in=tokens_in, tokens_out=tokens_out, response={"content": "", "tool_calls": [], "routing": record, "route": route.to_dict() if route else None})
     return route
 
 
@@ -411,7 +412,8 @@ def _model_step(run: _Run, messages, native_tools, iteration) -> Answer:
     _release_db()
     answer = complete(endpoint=run.endpoint, messages=messages, tools=native_tools)
     _write(run, index, turn={"iterations": iteration}, hold=True, kind=TurnStep.Kind.MODEL, state=TurnStep.State.DONE,
-           response=_answer_to(answer), finished_at=timezone.now())
+           response=_answer_to(answer), finished_at=timezone.now(), tokens_in=answer.tokens_in,
+           tokens_out=answer.tokens_out)
     return answer
 
 
@@ -559,5 +561,5 @@ def _reply_step(run: _Run, request: list[dict]) -> str:
         answer = Answer(content="")
     # Held for the reply's own statement (_finish): only computation happens in between.
     _write(run, index, hold=True, kind=TurnStep.Kind.REPLY, state=TurnStep.State.DONE, response=_answer_to(answer),
-           finished_at=timezone.now())
+           finished_at=timezone.now(), tokens_in=answer.tokens_in, tokens_out=answer.tokens_out)
     return clean_reply(answer.content)

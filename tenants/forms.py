@@ -39,7 +39,7 @@ class TenantSettingsForm(forms.ModelForm):
         model = Tenant
         fields = [
             "agent_instructions", "language", "model_base_url", "model_name", "router_base_url",
-            "router_model_name", "iteration_limit", "result_budget", "turn_budget", "public_sources", "search_url",
+            "router_model_name", "price_in_per_million", "price_out_per_million", "iteration_limit", "result_budget", "turn_budget", "public_sources", "search_url",
         ]
         widgets = {"agent_instructions": forms.Textarea(attrs={"rows": 8})}
         help_texts = {"public_sources": _(

@@ -54,6 +54,18 @@ class Tenant(TenantMixin):
     router_base_url = models.URLField(_("router model endpoint"), blank=True, max_length=500)
     router_model_name = models.CharField(_("router model name"), max_length=200, blank=True)
     router_api_key = EncryptedTextField(_("router model API key"), blank=True)
+    # What the tenant pays its model provider per million tokens, in and out (issue 20): the usage
+    # figures show a cost when one is set. No currency: the tenant's own.
+    price_in_per_million = models.DecimalField(
+        _("price per million input tokens"), max_digits=12, decimal_places=4, null=True, blank=True,
+        validators=[MinValueValidator(0)],
+        help_text=_("Optional: what your model provider charges per million input (prompt) tokens, to show the cost of usage."),
+    )
+    price_out_per_million = models.DecimalField(
+        _("price per million output tokens"), max_digits=12, decimal_places=4, null=True, blank=True,
+        validators=[MinValueValidator(0)],
+        help_text=_("Optional: what your model provider charges per million output (completion) tokens."),
+    )
     iteration_limit = models.PositiveSmallIntegerField(
         _("iteration limit"), default=6, validators=[MinValueValidator(1), MaxValueValidator(50)]
     )
