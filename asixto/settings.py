@@ -104,6 +104,9 @@ ROOT_URLCONF = "asixto.urls"
 AUTH_USER_MODEL = "accounts.User"
 
 MIDDLEWARE = [
+    # First: /healthz and /readyz on the platform's host, answered before the tenant middleware
+    # reads the database to resolve the host (issue 21).
+    "asixto.health.ProbeMiddleware",
     "tenants.middleware.TenantMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

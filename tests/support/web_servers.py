@@ -45,10 +45,14 @@ def _database_url() -> str:
 
 
 @contextmanager
-def wsgi_server(*, threads: int = 8, startup_timeout: float = 60.0, database_url: str | None = None):
+def wsgi_server(*, threads: int = 8, startup_timeout: float = 60.0, database_url: str | None = None,
+                redis_url: str | None = None):
+    """`redis_url`: another Redis for the server (its database number is the tests' all the same)."""
     port = _free_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "DATABASE_URL": database_url or _database_url(),
            "DB_CONN_MAX_AGE": "0", "DB_POOL_TIMEOUT": "5"}  # as bin/gunicorn.conf.py sets it for the web
+    if redis_url:
+        env["REDIS_URL"] = redis_url
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "asixto.wsgi:application", "--worker-class", "gthread", "--workers", "1",
          "--threads", str(threads), "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "--timeout", "120"],
