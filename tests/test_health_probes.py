@@ -45,3 +45,25 @@ def test_it_tells_the_probes_nothing_of_the_configuration(alpha, settings):
     body = Client(HTTP_HOST="localhost").get("/readyz").content.decode()
     assert "hunter2" not in body and "127.0.0.1" not in body and "redis://" not in body
     assert json.loads(body)["checks"]["broker"].startswith("error: ")
+
+
+def test_it_is_not_ready_while_a_migration_is_unapplied(alpha):
+    """Issue 21: a server started before `migrate` ran says so, and is ready once it has."""
+    import psycopg
+    from django.db.migrations.loader import MigrationLoader
+
+    from tests.support.web_servers import _database_url
+
+    app, name = max(node for node in MigrationLoader(None, ignore_no_migrations=True).graph.leaf_nodes()
+                    if node[0] == "runtime")
+    with psycopg.connect(_database_url(), autocommit=True) as other:  # committed: the probe reads on its own connection
+        applied = other.execute("DELETE FROM public.django_migrations WHERE app = %s AND name = %s RETURNING applied",
+                                (app, name)).fetchone()[0]
+        try:
+            response = Client(HTTP_HOST="localhost").get("/readyz")
+        finally:
+            other.execute("INSERT INTO public.django_migrations (app, name, applied) VALUES (%s, %s, %s)",
+                          (app, name, applied))
+    assert response.status_code == 503
+    assert response.json()["checks"]["migrations"] == "error: 1 unapplied"
+    assert Client(HTTP_HOST="localhost").get("/readyz").status_code == 200
