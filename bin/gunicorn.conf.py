@@ -32,6 +32,24 @@ _var.mkdir(exist_ok=True)
 control_socket = str(_var / f"gunicorn-{_port}.ctl")
 
 
+if os.environ.get("ASIXTO_LOG_FORMAT", "").strip().lower() == "json":
+    from gunicorn.glogging import Logger
+
+    class JsonLinesLogger(Logger):
+        """gunicorn's own lines (start, workers, the access log) as JSON objects too, like the
+        app's (asixto/logs.py)."""
+
+        def setup(self, cfg):
+            super().setup(cfg)
+            from asixto.logs import JsonFormatter
+
+            for log in (self.error_log, self.access_log):
+                for handler in log.handlers:
+                    handler.setFormatter(JsonFormatter())
+
+    logger_class = JsonLinesLogger
+
+
 def on_starting(server):
     # The master holds the same environment (secrets) as the workers: non-dumpable too.
     from asixto.process import make_non_dumpable

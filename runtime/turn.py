@@ -44,6 +44,7 @@ from django.db.models import Q
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
+from asixto import log_context
 from asixto.json_input import JsonInputError, check_json, storable
 from runtime import events, lease_keeper, selectors, webhooks
 from runtime.budgets import apply_budgets
@@ -117,6 +118,7 @@ class _Run:
 
 def turn_execute(*, turn_id) -> None:
     """Run (or resume) one turn in the current tenant's schema. Safe to call twice."""
+    log_context.turn_started(schema_name=connection.schema_name, turn_id=turn_id)
     runner = uuid.uuid4().hex
     claimed = _claim(turn_id, runner)
     if claimed is None:

@@ -9,6 +9,7 @@ from django.http import JsonResponse
 from django.utils.translation import gettext as _
 from django_tenants.middleware.main import TenantMainMiddleware
 
+from asixto import log_context
 from asixto.errors import error_body
 from tenants.models import ApiKey
 from tenants.services import api_key_mark_used
@@ -25,6 +26,14 @@ def api_error(status, code, message, **headers):
 
 class TenantMiddleware(TenantMainMiddleware):
     def process_request(self, request):
+        # Log lines of this request carry its trace id, and its tenant once known (asixto/log_context.py).
+        log_context.request_started(request_id=request.headers.get("X-Request-ID"))
+        response = self._resolve(request)
+        if getattr(request, "tenant", None) is not None:
+            log_context.tenant_resolved(schema_name=request.tenant.schema_name)
+        return response
+
+    def _resolve(self, request):
         if not request.path_info.startswith(API_PREFIX):
             return super().process_request(request)
         connection.set_schema_to_public()

@@ -45,14 +45,22 @@ def _database_url() -> str:
 
 
 @contextmanager
-def wsgi_server(*, threads: int = 8, startup_timeout: float = 60.0, database_url: str | None = None):
+def wsgi_server(*, threads: int = 8, startup_timeout: float = 60.0, database_url: str | None = None,
+                redis_url: str | None = None, project_config: bool = False, log_level: str = "warning",
+                output=None, **extra_env):
+    """`redis_url`: another Redis for the server (its database number is the tests' all the same);
+    `project_config`: with bin/gunicorn.conf.py under the arguments given here; `output`: a file
+    for the server's stdout and stderr; `env`: more environment variables."""
     port = _free_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "DATABASE_URL": database_url or _database_url(),
-           "DB_CONN_MAX_AGE": "0", "DB_POOL_TIMEOUT": "5"}  # as bin/gunicorn.conf.py sets it for the web
+           "DB_CONN_MAX_AGE": "0", "DB_POOL_TIMEOUT": "5", "PORT": str(port), **extra_env}  # as bin/gunicorn.conf.py sets it
+    if redis_url:
+        env["REDIS_URL"] = redis_url
+    config = ["-c", "bin/gunicorn.conf.py"] if project_config else []
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "asixto.wsgi:application", "--worker-class", "gthread", "--workers", "1",
-         "--threads", str(threads), "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "--timeout", "120"],
-        cwd=ROOT, env=env,
+        [sys.executable, "-m", "gunicorn", *config, "asixto.wsgi:application", "--worker-class", "gthread", "--workers", "1",
+         "--threads", str(threads), "--bind", f"127.0.0.1:{port}", "--log-level", log_level, "--timeout", "120"],
+        cwd=ROOT, env=env, stdout=output, stderr=output,
     )
     url = f"http://127.0.0.1:{port}"
     try:
