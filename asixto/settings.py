@@ -366,3 +366,11 @@ ASIXTO_MAX_TOOLS_PER_SERVER = envint("ASIXTO_MAX_TOOLS_PER_SERVER", 5000)
 # ... and a definition larger than this (canonical JSON, bytes) is kept as its name and size,
 # with a blocking finding.
 ASIXTO_MAX_TOOL_DEFINITION_BYTES = envint("ASIXTO_MAX_TOOL_DEFINITION_BYTES", 32 * 1024)
+
+# Prometheus metrics (asixto/metrics.py, README "Metrics"): off by default. On, `/metrics` on the
+# platform's own domain serves them (with a bearer token when one is set), and every process
+# writes its values under PROMETHEUS_MULTIPROC_DIR, which `./run` empties at start.
+ASIXTO_METRICS = envbool("ASIXTO_METRICS", False)
+ASIXTO_METRICS_TOKEN = os.environ.get("ASIXTO_METRICS_TOKEN", "")
+ASIXTO_METRICS_MAX_TENANTS = envint("ASIXTO_METRICS_MAX_TENANTS", 200)
+ASIXTO_METRICS_DIR = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or str(BASE_DIR / "var" / "metrics")

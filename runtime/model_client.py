@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import httpx
 from django.conf import settings
 
+from asixto import metrics
 from asixto.json_input import storable
 from tenants.outbound import OutboundRefused, check_url, refusal_of
 from tenants.outbound_http import outbound_client
@@ -59,6 +60,7 @@ class Answer:
     content: str
     tool_calls: tuple[NativeCall, ...] = ()
     finish_reason: str = ""
+    usage: tuple[int, int] = (0, 0)  # prompt and completion tokens, when the server reported them
 
 
 class ModelError(Exception):
@@ -81,6 +83,18 @@ def _redact(text: str, endpoint: Endpoint) -> str:
 
 def complete(*, endpoint: Endpoint, messages: list[dict], tools: list[dict] | None = None, deadline: float | None = None) -> Answer:
     """One Chat Completions request; the first choice, or ModelError."""
+    started = time.monotonic()
+    try:
+        answer = _complete(endpoint, messages, tools, deadline)
+    except ModelError as exc:
+        metrics.model_request(outcome=exc.code, seconds=time.monotonic() - started)
+        raise
+    metrics.model_request(outcome="ok", seconds=time.monotonic() - started, tokens_in=answer.usage[0],
+                          tokens_out=answer.usage[1])
+    return answer
+
+
+def _complete(endpoint: Endpoint, messages: list[dict], tools: list[dict] | None, deadline: float | None) -> Answer:
     deadline = settings.ASIXTO_MODEL_TIMEOUT if deadline is None else deadline
     if not endpoint.base_url or not endpoint.model:
         raise ModelError("model_not_configured", "no model endpoint or model name in the agent settings")
@@ -167,6 +181,14 @@ def _native_calls(raw) -> tuple[NativeCall, ...]:
     return tuple(calls)
 
 
+def _usage(usage) -> tuple[int, int]:
+    """(prompt tokens, completion tokens) of the answer's `usage`; 0 for what is missing or odd."""
+    if not isinstance(usage, dict):
+        return 0, 0
+    counts = [usage.get(name) for name in ("prompt_tokens", "completion_tokens")]
+    return tuple(count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 0 for count in counts)
+
+
 def parse_answer(body: bytes, endpoint: Endpoint) -> Answer:
     try:
         data = json.loads(body)
@@ -186,6 +208,7 @@ def parse_answer(body: bytes, endpoint: Endpoint) -> Answer:
         content=storable(_text(message.get("content"))),
         tool_calls=_native_calls(message.get("tool_calls")),
         finish_reason=storable(str(choice.get("finish_reason") or "")[:40]),
+        usage=_usage(data.get("usage")),
     )
     if not answer.content.strip() and not answer.tool_calls:
         raise ModelError("model_empty", "the choice has neither text nor tool calls")
