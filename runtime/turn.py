@@ -527,13 +527,13 @@ def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:
     rows = [(TruncationLog, {"turn_id": run.turn.pk, "conversation_id": conversation.pk, "tool_name": call.name,
                              "kind": cut.kind, "original_chars": cut.original_chars, "kept_chars": cut.kept_chars})
             for cut in budgeted.cuts]
-    metrics.truncated(count=len(budgeted.cuts))
     if "chart" in extra:  # R12: the channel renders the spec; its data came from the server
         rows.append((TurnEvent, {"turn_id": run.turn.pk, "kind": TurnEvent.Kind.CHART, "text": extra["chart"]["title"],
                                  "data": {"tool": call.name, "spec": extra["chart"]}}))
     _write(run, index, turn={"turn_chars": budgeted.used}, rows=tuple(rows), kind=TurnStep.Kind.TOOL,
            state=TurnStep.State.DONE, outcome=str(outcome.outcome), model_text=budgeted.text,
            record_id=outcome.record_id, response={"used_after": budgeted.used, **extra}, finished_at=timezone.now())
+    metrics.truncated(count=len(budgeted.cuts))  # logged now (the write above stored them)
     run.used = budgeted.used
     run.facts.append(Fact(fact_source(source or call.name, extra), budgeted.text))
     run.outcomes.append((call.name, str(outcome.outcome)))
