@@ -9,7 +9,10 @@
 
 404 unless ASIXTO_METRICS is on; with ASIXTO_METRICS_TOKEN set, 401 without
 `Authorization: Bearer <token>` (compared in constant time). A tenant's domain has no such URL
-(asixto/urls.py), so it answers 404 there too."""
+(asixto/urls.py), so it answers 404 there too.
+
+On the platform's own hosts the view is reached before tenant resolution (`MetricsMiddleware`),
+which reads the database: while PostgreSQL is down the scrape still answers, and says so."""
 
 import hmac
 import logging
@@ -18,6 +21,7 @@ import threading
 import time
 
 from django.conf import settings
+from django.core.exceptions import DisallowedHost
 from django.db import connection
 from django.http import Http404, HttpResponse
 from django.utils.translation import gettext as _
@@ -167,3 +171,28 @@ def metrics(request):
     MultiProcessCollector(registry, path=path)
     registry.register(ScrapeCollector(connection.get_connection_params()))
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
+
+
+def _platform_hosts() -> set[str]:
+    """The public schema's domains as tenants/migrations/0002_public_tenant.py creates them."""
+    base = settings.ASIXTO_BASE_DOMAIN
+    return {base, "127.0.0.1"} if base == "localhost" else {base}
+
+
+class MetricsMiddleware:
+    """`/metrics` on the platform's own hosts, answered before the tenant middleware looks the host
+    up in the database. First in MIDDLEWARE; any other request (and every request while metrics
+    are off) goes on as usual."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if settings.ASIXTO_METRICS and request.path_info == "/metrics":
+            try:
+                host = request.get_host().rsplit(":", 1)[0]
+            except DisallowedHost:
+                host = None
+            if host in _platform_hosts():
+                return metrics(request)
+        return self.get_response(request)

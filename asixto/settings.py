@@ -104,6 +104,8 @@ ROOT_URLCONF = "asixto.urls"
 AUTH_USER_MODEL = "accounts.User"
 
 MIDDLEWARE = [
+    # /metrics on the platform's own hosts, before tenant resolution reads the database (issue 21).
+    "asixto.metrics_view.MetricsMiddleware",
     "tenants.middleware.TenantMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -15,6 +15,7 @@ from examples.soporte.server import build_app
 from tests.runtime.runtime_support import register_soporte
 from tests.support.mcp_servers import serve_asgi
 from tests.support.metrics import parse
+from tests.test_database_down import _closed_port
 from tests.support.web_servers import gunicorn_server
 from tools.models import Tool
 
@@ -56,3 +57,19 @@ def test_the_counts_of_every_worker_add_up(committed_world, django_db_blocker, t
     assert found.value("asixto_tool_calls_total", tenant=slug, server="soporte", outcome="ok", level="read") == 7
     assert found.value("asixto_tool_call_seconds_count") == 7
     assert first < _pids(path, "counter_")  # the new workers counted too, beside the old ones
+
+
+def test_the_scrape_answers_while_postgresql_is_down(tmp_path):
+    """Issue 21: the platform's domain serves `/metrics` without reading the database (tenant
+    resolution would), so while PostgreSQL is unreachable the scrape says so:
+    `asixto_up{dependency="postgres"} 0`, Redis 1. A tenant's domain still has no metrics."""
+    env = {"ASIXTO_METRICS": "1", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
+    with gunicorn_server(threads=2, database_url=f"postgres://postgres@127.0.0.1:{_closed_port()}/nowhere",
+                         env=env) as (url, _master):
+        scraped = httpx.get(f"{url}/metrics", headers={"Host": "localhost"}, timeout=60)
+        tenant = httpx.get(f"{url}/metrics", headers={"Host": "alpha.localhost"}, timeout=60)
+    assert scraped.status_code == 200, scraped.text[:500]
+    found = parse(scraped.text)
+    assert found.value("asixto_up", dependency="postgres") == 0
+    assert found.value("asixto_up", dependency="redis") == 1
+    assert tenant.status_code != 200 and b"asixto_up" not in tenant.content
