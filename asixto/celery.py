@@ -95,3 +95,12 @@ def _stop_call_records(**_kwargs):
 
     stdio_pool.shutdown()
     records.shutdown()
+
+
+@worker_process_shutdown.connect(dispatch_uid="asixto-metrics-process-dead-child")
+@worker_shutdown.connect(dispatch_uid="asixto-metrics-process-dead")
+def _metrics_process_dead(**_kwargs):
+    # This process's live gauges (turns in flight) leave the sum (asixto/metrics.py).
+    from asixto import metrics
+
+    metrics.process_dead()

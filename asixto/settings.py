@@ -104,9 +104,10 @@ ROOT_URLCONF = "asixto.urls"
 AUTH_USER_MODEL = "accounts.User"
 
 MIDDLEWARE = [
-    # First: /healthz and /readyz on the platform's host, answered before the tenant middleware
-    # reads the database to resolve the host (issue 21).
+    # First: /healthz, /readyz and /metrics on the platform's host, answered before the tenant
+    # middleware reads the database to resolve the host (issue 21).
     "asixto.health.ProbeMiddleware",
+    "asixto.metrics_view.MetricsMiddleware",
     "tenants.middleware.TenantMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -388,3 +389,11 @@ ASIXTO_MAX_TOOLS_PER_SERVER = envint("ASIXTO_MAX_TOOLS_PER_SERVER", 5000)
 # ... and a definition larger than this (canonical JSON, bytes) is kept as its name and size,
 # with a blocking finding.
 ASIXTO_MAX_TOOL_DEFINITION_BYTES = envint("ASIXTO_MAX_TOOL_DEFINITION_BYTES", 32 * 1024)
+
+# Prometheus metrics (asixto/metrics.py, README "Metrics"): off by default. On, `/metrics` on the
+# platform's own domain serves them (with a bearer token when one is set), and every process
+# writes its values under PROMETHEUS_MULTIPROC_DIR, which `./run` empties at start.
+ASIXTO_METRICS = envbool("ASIXTO_METRICS", False)
+ASIXTO_METRICS_TOKEN = os.environ.get("ASIXTO_METRICS_TOKEN", "")
+ASIXTO_METRICS_MAX_TENANTS = envint("ASIXTO_METRICS_MAX_TENANTS", 200)
+ASIXTO_METRICS_DIR = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or str(BASE_DIR / "var" / "metrics")

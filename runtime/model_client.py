@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import httpx
 from django.conf import settings
 
+from asixto import metrics
 from asixto.json_input import storable
 from tenants.outbound import OutboundRefused, check_url, refusal_of
 from tenants.outbound_http import outbound_client
@@ -87,6 +88,19 @@ def complete(*, endpoint: Endpoint, messages: list[dict], tools: list[dict] | No
              max_tokens: int | None = None) -> Answer:
     """One Chat Completions request; the first choice, or ModelError. `max_tokens` bounds the
     answer (the connection test's small request); turns leave it to the server."""
+    started = time.monotonic()
+    try:
+        answer = _complete(endpoint, messages, tools, deadline, max_tokens)
+    except ModelError as exc:
+        metrics.model_request(outcome=exc.code, seconds=time.monotonic() - started)
+        raise
+    metrics.model_request(outcome="ok", seconds=time.monotonic() - started, tokens_in=answer.tokens_in or 0,
+                          tokens_out=answer.tokens_out or 0)
+    return answer
+
+
+def _complete(endpoint: Endpoint, messages: list[dict], tools: list[dict] | None, deadline: float | None,
+              max_tokens: int | None) -> Answer:
     deadline = settings.ASIXTO_MODEL_TIMEOUT if deadline is None else deadline
     if not endpoint.base_url or not endpoint.model:
         raise ModelError("model_not_configured", "no model endpoint or model name in the agent settings")

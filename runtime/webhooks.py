@@ -42,6 +42,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from asixto import metrics
 from asixto.errors import ApplicationError
 from runtime import webhook_errors as errors
 from runtime.builtins.followups import zone_of
@@ -371,3 +372,4 @@ def _record(record: dict, outcome: str, status_code: int | None, error: tuple[st
             defaults={**record, "outcome": outcome, "status_code": status_code, "error_code": error[0],
                       "error_params": error[1], "duration_ms": (time.monotonic() - started) * 1000},
         )
+    metrics.webhook_attempted(outcome=outcome, final=outcome != WebhookDelivery.Outcome.RETRYING)
