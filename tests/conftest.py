@@ -3,6 +3,7 @@
 Tenants are created once per session (a schema takes ~0.5 s) and committed; each test runs in a
 transaction that is rolled back, so what a test writes disappears while the tenants stay."""
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -127,10 +128,8 @@ def _public_schema_each_test():
         connection.set_schema_to_public()
 
 
-@pytest.fixture
-def committed_world(django_db_setup, django_db_blocker):
-    """A tenant whose data is committed, for code that runs on other connections (a live
-    server thread, a Celery worker). Dropped with its schema afterwards."""
+@contextmanager
+def _committed(django_db_blocker):
     import uuid
 
     with django_db_blocker.unblock():
@@ -140,6 +139,21 @@ def committed_world(django_db_setup, django_db_blocker):
         finally:
             connection.set_schema_to_public()
             Tenant.objects.get(pk=world.tenant.pk).delete(force_drop=True)
+
+
+@pytest.fixture
+def committed_world(django_db_setup, django_db_blocker):
+    """A tenant whose data is committed, for code that runs on other connections (a live
+    server thread, a Celery worker). Dropped with its schema afterwards."""
+    with _committed(django_db_blocker) as world:
+        yield world
+
+
+@pytest.fixture
+def committed_other(django_db_setup, django_db_blocker):
+    """A second committed tenant, beside `committed_world`."""
+    with _committed(django_db_blocker) as world:
+        yield world
 
 
 @pytest.fixture(autouse=True)

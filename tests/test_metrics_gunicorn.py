@@ -15,7 +15,7 @@ from examples.soporte.server import build_app
 from tests.runtime.runtime_support import register_soporte
 from tests.support.mcp_servers import serve_asgi
 from tests.support.metrics import parse
-from tests.test_database_down import _closed_port
+from tests.support.outbound import closed_port
 from tests.support.web_servers import gunicorn_server
 from tools.models import Tool
 
@@ -64,7 +64,7 @@ def test_the_scrape_answers_while_postgresql_is_down(tmp_path):
     resolution would), so while PostgreSQL is unreachable the scrape says so:
     `asixto_up{dependency="postgres"} 0`, Redis 1. A tenant's domain still has no metrics."""
     env = {"ASIXTO_METRICS": "1", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
-    with gunicorn_server(threads=2, database_url=f"postgres://postgres@127.0.0.1:{_closed_port()}/nowhere",
+    with gunicorn_server(threads=2, database_url=f"postgres://postgres@127.0.0.1:{closed_port()}/nowhere",
                          env=env) as (url, _master):
         scraped = httpx.get(f"{url}/metrics", headers={"Host": "localhost"}, timeout=60)
         tenant = httpx.get(f"{url}/metrics", headers={"Host": "alpha.localhost"}, timeout=60)

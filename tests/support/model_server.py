@@ -35,6 +35,7 @@ class Move:
     content_type: str = "application/json"
     delay: float = 0.0
     gate: threading.Event | None = None
+    hold: float = 60.0  # a gated answer goes out after this long even if the gate stays shut
 
 
 USAGE = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
@@ -85,8 +86,8 @@ def slow(move: Move, seconds: float) -> Move:
     return Move(move.status, move.body, move.content_type, seconds, move.gate)
 
 
-def held(move: Move, gate: threading.Event) -> Move:
-    return Move(move.status, move.body, move.content_type, move.delay, gate)
+def held(move: Move, gate: threading.Event, hold: float = 60.0) -> Move:
+    return Move(move.status, move.body, move.content_type, move.delay, gate, hold)
 
 
 @dataclass
@@ -111,7 +112,7 @@ class ScriptedModel:
                 move = move(self.requests[-1])
             self.arrived.set()
             if move.gate is not None:
-                deadline = time.monotonic() + 60
+                deadline = time.monotonic() + move.hold
                 while not move.gate.is_set() and time.monotonic() < deadline:
                     await asyncio.sleep(0.01)
             if move.delay:
