@@ -8,7 +8,8 @@ closed then too, each child stopped and reaped.
 
 A worker loads what turns need before it takes its first task (`worker_init`, before a prefork
 pool forks): the language detector's model costs more than half a second of CPU, which the
-first turns would otherwise pay (P3, P4).
+first turns would otherwise pay (P3, P4). A worker that is ready records the tool calls a killed
+process of its host left unrecorded (tools/gateway/journal.py).
 
 Log lines (issue 21): a task's lines carry its tenant and the trace id of the request that
 queued it (a message header); with ASIXTO_LOG_FORMAT=json the worker and beat log through the
@@ -17,6 +18,7 @@ project's LOGGING (one JSON object a line) instead of Celery's own text format.
 Every process of the project imports this module (asixto/__init__.py), so this is where a
 process makes itself non-dumpable (asixto/process.py): stdio MCP servers must not read it."""
 
+import logging
 import os
 
 from celery.signals import (
@@ -26,6 +28,7 @@ from celery.signals import (
     task_prerun,
     worker_init,
     worker_process_shutdown,
+    worker_ready,
     worker_shutdown,
 )
 from tenant_schemas_celery.app import CeleryApp, get_schema_name_from_task
@@ -78,6 +81,17 @@ def _preload(**_kwargs):
     from runtime.routing.language import preload
 
     preload()
+
+
+@worker_ready.connect(dispatch_uid="asixto-recover-interrupted-calls")
+def _recover_interrupted_calls(**_kwargs):
+    # A worker started after one was killed on this host records the calls that one left unrecorded.
+    from tools.gateway import journal
+
+    try:
+        journal.recover()
+    except Exception:  # the periodic task tries again; a worker must start whatever happened
+        logging.getLogger(__name__).exception("could not recover interrupted calls")
 
 
 @task_postrun.connect(dispatch_uid="asixto-store-call-records")

@@ -55,6 +55,10 @@ ASIXTO_DASHBOARD_PORT = os.environ.get("ASIXTO_DASHBOARD_PORT", "")
 # and, when the platform runs as root, the first of the uids they run as (one per server; empty:
 # all share ASIXTO_STDIO_USER).
 ASIXTO_STDIO_ROOT = os.environ.get("ASIXTO_STDIO_ROOT") or str(BASE_DIR / "var" / "stdio")
+# Each process notes the tool-call attempts it sends here before sending them, so that a process killed
+# before their records are stored leaves them named (tools/gateway/journal.py). Per host.
+ASIXTO_CALL_JOURNAL = envbool("ASIXTO_CALL_JOURNAL", True)
+ASIXTO_CALL_JOURNAL_DIR = os.environ.get("ASIXTO_CALL_JOURNAL_DIR") or str(BASE_DIR / "var" / "call-journal")
 _stdio_uid_base = os.environ.get("ASIXTO_STDIO_UID_BASE", "200000").strip()
 ASIXTO_STDIO_UID_BASE = int(_stdio_uid_base) if _stdio_uid_base else None
 # As root, stdio servers are fenced off the platform's PostgreSQL and Redis (iptables on their
@@ -309,7 +313,7 @@ SPECTACULAR_SETTINGS = {
 ASIXTO_LOG_FORMAT = "json" if os.environ.get("ASIXTO_LOG_FORMAT", "").strip().lower() == "json" else "text"
 # Periodic sweeps whose routine "sent", "received" and "succeeded" lines are DEBUG, not INFO (issue 20).
 ASIXTO_QUIET_TASKS = ["runtime.tasks.webhook_outbox_sweep", "runtime.tasks.requeue_stalled_turns",
-                      "runtime.tasks.deliver_due_scheduled"]
+                      "runtime.tasks.deliver_due_scheduled", "tools.tasks.recover_interrupted_calls"]
 LOGGING_CONFIG = "asixto.logs.configure"
 LOGGING = {
     "version": 1,
@@ -377,6 +381,8 @@ ASIXTO_CUSTOMER_LANGUAGES = envlist("ASIXTO_CUSTOMER_LANGUAGES", "es,en,pt,fr,it
 CELERY_BEAT_SCHEDULE = {
     "sync-all-servers": {"task": "tools.tasks.sync_all_servers", "schedule": envint("ASIXTO_SYNC_INTERVAL_SECONDS", 3600)},
     "requeue-stalled-turns": {"task": "runtime.tasks.requeue_stalled_turns", "schedule": 60},
+    # Tool calls a killed process sent and never recorded are recorded (issue 19, tools/gateway/journal.py).
+    "recover-interrupted-calls": {"task": "tools.tasks.recover_interrupted_calls", "schedule": 60},
     # Webhook deliveries owed whose task was lost (a broker outage, a worker killed): issue 19.
     "webhook-outbox-sweep": {"task": "runtime.tasks.webhook_outbox_sweep", "schedule": 30},
     # Reminders and follow-ups that fell due are sent (R12, runtime/builtins/delivery.py).

@@ -26,6 +26,13 @@ os.environ.setdefault("ASIXTO_STDIO_UID_BASE", "")
 os.environ.setdefault(
     "ASIXTO_STDIO_ROOT", os.path.join("/tmp", f"asixto-stdio-{os.environ.get('ASIXTO_TEST_DATABASE', 'test')}")
 )
+# The call journal (tools/gateway/journal.py): this test database's, emptied at each session (the fixed
+# tenants alpha and beta come back with the same schemas: an old session's journal must not reach them).
+# A child process (a worker) keeps its parent's.
+if "ASIXTO_CALL_JOURNAL_DIR" not in os.environ:
+    os.environ["ASIXTO_CALL_JOURNAL_DIR"] = os.path.join(
+        "/tmp", f"asixto-journal-{os.environ.get('ASIXTO_TEST_DATABASE', 'test')}")
+    shutil.rmtree(os.environ["ASIXTO_CALL_JOURNAL_DIR"], ignore_errors=True)
 # Prometheus metrics (on only in the tests that turn them on, tests/test_metrics*.py): this test
 # database's files, from zero at each session. A child process (gunicorn, a worker) keeps its own.
 if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:

@@ -310,6 +310,8 @@ class ToolCall(models.Model):
         TOO_LARGE = "too_large", _("result too large")
         REFUSED = "refused", _("refused by policy")
         UNAVAILABLE = "unavailable", _("tool unavailable")
+        # Sent, and the process making the call ended before its answer was recorded (gateway/journal.py)
+        INTERRUPTED = "interrupted", _("interrupted")
 
     class Source(models.TextChoices):
         TURN = "turn", _("agent turn")

@@ -7,6 +7,7 @@ from django_tenants.utils import get_tenant_model, tenant_context
 
 from asixto.errors import ApplicationError
 from tools import mcp
+from tools.gateway.journal import recover as recover_calls
 from tools.models import McpServer
 from tools.sync import catalog_sync
 
@@ -25,6 +26,12 @@ def server_sync(server_id):
         log.info("catalog sync of %s failed: %s", server.slug, getattr(exc, "message", exc))
         return {"status": "error"}
     return {"status": "ok", "version": version.number}
+
+
+@shared_task
+def recover_interrupted_calls():
+    """Calls a dead process of this host sent and never recorded get their record (G9, issue 19)."""
+    return recover_calls()
 
 
 @shared_task

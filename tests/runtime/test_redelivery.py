@@ -17,6 +17,7 @@ from tests.runtime.runtime_support import (
 from tests.support.celery_worker import worker_process
 from tests.support.mcp_servers import serve_asgi
 from tests.support.model_server import ScriptedModel, call, held, say
+from tools.models import ToolCall
 
 OPEN_CASE = "soporte__abrir_caso_soporte"
 CASE = {"documento": "1020304050", "tipo": "falla", "descripcion": "No tengo internet desde ayer."}
@@ -58,6 +59,7 @@ def test_a_worker_killed_mid_call_leaves_the_turn_to_the_next_one_without_a_seco
             steps = {step.index: step for step in TurnStep.objects.filter(turn_id=turn_id)}
             agent_messages = Message.objects.filter(conversation_id=turn.conversation_id, role="agent").count()
             replies = TurnEvent.objects.filter(turn_id=turn_id, kind="reply").count()
+            calls = list(ToolCall.objects.filter(turn_id=turn_id).values_list("outcome", "request_ids"))
     connection.set_schema_to_public()
 
     key = f"turn:{turn_id}:step:2"
@@ -65,6 +67,10 @@ def test_a_worker_killed_mid_call_leaves_the_turn_to_the_next_one_without_a_seco
     assert [(name, k) for name, _args, k in sent] == [("abrir_caso_soporte", key)] * 2
     request_ids = [r["params"]["_meta"]["com.asixto/requestId"] for r in log if r.get("method") == "tools/call"]
     assert request_ids[0] != request_ids[1]
+    # Every attempt the server saw is named in a record: the killed worker's by its journal, recorded
+    # by the next worker when it started (G9, issue 19).
+    assert sorted(outcome for outcome, _ids in calls) == ["interrupted", "ok"]
+    assert sorted(rid for _outcome, ids in calls for rid in ids) == sorted(request_ids)
     assert desk.case_count == 1
     assert len(model.requests) == 3  # the first model answer was replayed from storage
     assert (turn.status, turn.runs, turn.reply.text) == ("done", 2, "Tu caso quedó registrado con el radicado SOP-000001.")

@@ -34,7 +34,7 @@ from asixto.json_input import JsonInputError, check_json
 from tenants.selectors import current_tenant
 from tools import mcp
 from tools.catalog_cache import cached
-from tools.gateway import http, records
+from tools.gateway import http, journal, records
 from tools.gateway.results import Classified, UnusableSchema, all_errors, classify, compiled, result_text
 from tools.gateway.sanitize import for_model, model_text
 from tools.mcp.errors import redact, redact_params, render_error, safe_url, secrets_of
@@ -144,10 +144,12 @@ def call_tool(*, arguments: dict, context: CallContext, name: str | None = None,
     tenant = current_tenant()
     tool = find_tool(name=name, tool_id=tool_id)
     shown_name = tool.prefixed_name if tool else (name or str(tool_id))
+    # The record's id is known before anything is sent: the journal names it for each attempt (journal.py).
+    record_id = uuid.uuid4()
     with _in_language(tenant.language or settings.LANGUAGE_CODE):
-        outcome = _call(tool, shown_name, arguments, context, tenant)
+        outcome = _call(tool, shown_name, arguments, context, tenant, (record_id, started_at))
     outcome.duration_ms = (time.perf_counter() - started) * 1000
-    outcome.record_id = _record(tool, shown_name, arguments, context, outcome, started_at)
+    outcome.record_id = _record(tool, shown_name, arguments, context, outcome, started_at, record_id)
     metrics.tool_call(server=tool.server.slug if tool else None, level=tool.level if tool else None,
                       outcome=str(outcome.outcome), seconds=outcome.duration_ms / 1000, attempts=outcome.attempts)
     return outcome
@@ -175,7 +177,7 @@ def _unsendable(arguments: dict) -> JsonInputError | None:
     return None
 
 
-def _call(tool, shown_name, arguments, context, tenant) -> CallOutcome:
+def _call(tool, shown_name, arguments, context, tenant, begun) -> CallOutcome:
     if tool is None or not tool.is_available_to_agents:
         return _refusal(ToolCall.Outcome.UNAVAILABLE, _("The tool %(name)s is not available. Do not use it.") % {"name": shown_name})
     if not tenant.allows_level(context.channel, tool.level):
@@ -211,7 +213,7 @@ def _call(tool, shown_name, arguments, context, tenant) -> CallOutcome:
             _("The arguments for %(name)s are not valid: %(error)s. Correct them and call the tool again.")
             % {"name": shown_name, "error": shown_error},
         )
-    outcome, result = _send(tool, arguments, context, tenant.slug)
+    outcome, result = _send(tool, arguments, context, tenant.slug, begun)
     if result is None:
         return outcome
     return _judge(tool, shown_name, result, outcome, context, tenant)
@@ -255,7 +257,7 @@ class _Route:
     target: object = None  # the SDK's ServerTarget; None for the direct POST
 
 
-def _send(tool, arguments, context, company_id):
+def _send(tool, arguments, context, company_id, begun):
     """Attempts until an answer, a timeout, the deadline, or MAX_ATTEMPTS dropped/refused
     connections (G3)."""
     server = tool.server
@@ -285,14 +287,17 @@ def _send(tool, arguments, context, company_id):
         params = {"detail": str(getattr(exc, "message", None) or exc)}
         return _failed(outcome, ToolCall.Outcome.CONNECT_ERROR, "unreachable", params, route.secrets, tool), None
     with secrets_in_scope(route.secrets):  # whatever the libraries underneath log, without them (T7)
-        return _attempts(tool, route, arguments, context, company_id, outcome)
+        return _attempts(tool, route, arguments, context, company_id, outcome, begun)
 
 
-def _attempts(tool, route, arguments, context, company_id, outcome):
+def _attempts(tool, route, arguments, context, company_id, outcome, begun):
+    record_id, started_at = begun
     for attempt in range(1, MAX_ATTEMPTS + 1):
         request_id = f"req_{os.urandom(10).hex()}"  # 20 hex digits (80 random bits)
         outcome.attempts, outcome.request_ids = attempt, [*outcome.request_ids, request_id]
         meta = build_meta(context, request_id, company_id)
+        journal.sending(record_id=record_id, schema=connection.schema_name, request_id=request_id, attempt=attempt,
+                        values=_journal_values(tool, arguments, context, started_at) if attempt == 1 else {})
         attempt_started = time.perf_counter()
         try:
             return outcome, _attempt(tool, route, arguments, meta)
@@ -309,6 +314,13 @@ def _attempts(tool, route, arguments, context, company_id, outcome):
         finally:
             outcome.attempt_ms = [*outcome.attempt_ms, round((time.perf_counter() - attempt_started) * 1000, 3)]
     raise AssertionError("unreachable")
+
+
+def _journal_values(tool, arguments, context, started_at) -> dict:
+    """What the record of a call cut short would say (journal.recover)."""
+    return {"tool_id": tool.pk, "tool_name": tool.prefixed_name, "source": context.source, "turn_id": context.turn_id,
+            "conversation_id": context.conversation_id, "channel": context.channel,
+            "idempotency_key": context.idempotency_key, "arguments": arguments, "started_at": started_at.isoformat()}
 
 
 def _attempt(tool, route, arguments, meta):
@@ -422,9 +434,8 @@ def bounded_result(result, limit: int = RECORD_RESULT_CHARS):
     return {"cut_at_chars": limit, "json_start": text[:limit]}
 
 
-def _record(tool, shown_name, arguments, context, outcome, started_at):
+def _record(tool, shown_name, arguments, context, outcome, started_at, record_id):
     # Plain values, not a model instance: building one costs more than the rest of the record.
-    record_id = uuid.uuid4()
     records.submit({
         "id": record_id, "tool_id": tool.pk if tool else None, "tool_name": shown_name, "source": context.source,
         "turn_id": context.turn_id, "conversation_id": context.conversation_id, "channel": context.channel,

@@ -33,6 +33,7 @@ import weakref
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, OperationalError, connection, connections, transaction
 
+from tools.gateway import journal
 from tools.models import ToolCall
 
 log = logging.getLogger(__name__)
@@ -181,12 +182,14 @@ def _store(batch):
     while True:
         failure = _insert_failure(rows)
         if failure is None:
-            return
+            break
         if not isinstance(failure, (OperationalError, InterfaceError)) or _reachable():
+            log.warning("a batch of %d call records failed (%s); storing them one by one", len(rows), failure)
+            _insert_one_by_one(rows)
             break
         _wait_for_the_database(len(rows), failure)
-    log.warning("a batch of %d call records failed (%s); storing them one by one", len(rows), failure)
-    _insert_one_by_one(rows)
+    # Stored (or, for a record PostgreSQL refuses whatever is done, logged): none is left to recover.
+    journal.stored(record["id"] for _schema, record in batch)
 
 
 def _insert_failure(rows) -> Exception | None:
