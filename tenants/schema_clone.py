@@ -118,19 +118,25 @@ def _read(cursor, template: str) -> CloneScript:
             finish.append(sql.SQL("SELECT setval({}, {}, true)").format(sql.Literal(sequence), sql.Literal(value)))
     cursor.execute(CONSTRAINTS, [template])
     constraints = cursor.fetchall()
-    for table, name, definition, is_foreign in constraints:
-        if not is_foreign:
-            finish.append(_add_constraint(table, name, definition))
+    finish += _add_constraints([row for row in constraints if not row[3]])
     cursor.execute(INDEXES, [template])
     finish += [sql.SQL(_unqualified(row[0], template)) for row in cursor.fetchall()]
-    finish += [_add_constraint(table, name, definition) for table, name, definition, is_foreign in constraints if is_foreign]
+    finish += _add_constraints([row for row in constraints if row[3]])
     cursor.execute(TRIGGERS, [template])
     finish += [sql.SQL(_unqualified(row[0], template)) for row in cursor.fetchall()]
     return CloneScript(*("".join(render(statement) + ";\n" for statement in part) for part in (structure, data, finish)))
 
 
-def _add_constraint(table, name, definition):
-    return sql.SQL("ALTER TABLE {} ADD CONSTRAINT {} ").format(sql.Identifier(table), sql.Identifier(name)) + sql.SQL(definition)
+def _add_constraints(constraints):
+    """One ALTER TABLE per table for all its constraints: a table is locked and its cache entry
+    rebuilt once, not once per constraint."""
+    by_table = {}
+    for table, name, definition, _is_foreign in constraints:
+        by_table.setdefault(table, []).append(
+            sql.SQL("ADD CONSTRAINT {} ").format(sql.Identifier(name)) + sql.SQL(definition)
+        )
+    return [sql.SQL("ALTER TABLE {} ").format(sql.Identifier(table)) + sql.SQL(", ").join(clauses)
+            for table, clauses in by_table.items()]
 
 
 def run_script(script: CloneScript, *, schema_name: str) -> None:

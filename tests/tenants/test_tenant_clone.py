@@ -3,6 +3,8 @@ migration would have made, a template behind the code is rebuilt first, and the 
 a tenant."""
 
 import io
+import logging
+import threading
 
 import pytest
 from django.conf import settings
@@ -67,3 +69,40 @@ def test_migrate_schemas_rebuilds_the_template_and_never_makes_it_a_tenant(db):
     assert not Tenant.objects.filter(schema_name=TEMPLATE).exists()
     with pytest.raises(CommandError, match="slug"):
         call_command("tenant_create", TEMPLATE.replace("_", "-"), "--name", "X", "--json", stdout=io.StringIO())
+
+
+def test_two_creations_at_once_rebuild_a_missing_template_once(django_db_setup, django_db_blocker, caplog):
+    """T5, P5: two tenants created at once, each on its own connection, while the template is
+    missing: the advisory lock lets one rebuild it while the other waits, and both clones are whole."""
+    caplog.set_level(logging.INFO, logger="tenants.schema_template")
+    barrier, created, errors = threading.Barrier(2, timeout=120), {}, []
+
+    def create(slug):
+        try:
+            barrier.wait()
+            created[slug] = tenant_create(slug=slug, name=slug).tenant
+        except Exception as exc:  # reported by the assertion below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    with django_db_blocker.unblock():
+        _sql(f"DROP SCHEMA {TEMPLATE} CASCADE")
+        threads = [threading.Thread(target=create, args=(f"at-once-{n}",)) for n in (1, 2)]
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(timeout=600)
+            assert not errors and len(created) == 2, errors
+            builds = [record for record in caplog.records if record.getMessage().startswith("Building the tenant template")]
+            assert len(builds) == 1
+            complete = schema_signature(TEMPLATE)
+            for tenant in created.values():
+                signature = schema_signature(tenant.schema_name)
+                assert {part: value for part, value in signature.items() if part != "sequences"} == {
+                    part: value for part, value in complete.items() if part != "sequences"}
+        finally:
+            connection.set_schema_to_public()
+            for tenant in Tenant.objects.filter(slug__startswith="at-once-"):
+                tenant.delete(force_drop=True)
