@@ -40,6 +40,8 @@ def _code_migrations() -> tuple:
 
 
 def _is_current(recorded) -> bool:
+    # Migrations the template has beyond the code's (a newer release migrated it) are no reason
+    # to rebuild it back: two releases side by side would take turns rebuilding it.
     return recorded is not None and all(
         key in recorded or (replaces and replaces <= recorded) for key, replaces in _code_migrations()
     )
@@ -75,6 +77,8 @@ def template_ensure(*, verbosity: int = 0) -> frozenset:
                 cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [LOCK_KEY])
                 if _is_current(recorded := _recorded(cursor)):
                     return recorded
+            # Reached holding the shared lock only if the template fell behind in the meantime
+            # (a deploy mid-transaction): two such sessions would deadlock, and PostgreSQL fails one.
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
             if _is_current(recorded := _recorded(cursor)):
                 return recorded  # another process rebuilt it while this one waited
@@ -86,6 +90,7 @@ def template_ensure(*, verbosity: int = 0) -> frozenset:
 @functools.lru_cache(maxsize=4)
 def _script(template: str, recorded: frozenset):
     # Keyed by the template's migrations: a template rebuilt from the same code reads the same.
+    # The template changes only through migrations; a change by hand is seen by new processes.
     return build_script(template)
 
 
@@ -109,8 +114,10 @@ class _KeepsTemplateCurrent:
     A run for one schema (a tenant's, or the template's own rebuild) leaves it alone."""
 
     def run_migrations(self, tenants=None):
+        # Decided first: the standard executor takes the public schema out of the list it is given.
+        every_tenant = not self.options.get("schema_name") and list(tenants or []) != [self.PUBLIC_SCHEMA_NAME]
         super().run_migrations(tenants=tenants)
-        if settings.ASIXTO_TENANT_CLONE and not self.options.get("schema_name") and list(tenants) != [self.PUBLIC_SCHEMA_NAME]:
+        if every_tenant and settings.ASIXTO_TENANT_CLONE:
             template_ensure(verbosity=int(self.options.get("verbosity", 1)))
 
 

@@ -64,6 +64,8 @@ def test_migrate_schemas_rebuilds_the_template_and_never_makes_it_a_tenant(db):
     """T1, T5: `migrate_schemas` keeps the template at the latest migration, yet no tenant row,
     domain or listing ever names it, and its slug is refused."""
     _sql(f"DROP SCHEMA {TEMPLATE} CASCADE")
+    call_command("migrate_schemas", shared=True, interactive=False, verbosity=0)
+    assert not schema_exists(TEMPLATE)  # the public schema's run leaves tenant schemas alone
     call_command("migrate_schemas", interactive=False, verbosity=0)
     assert schema_exists(TEMPLATE) and migrations_applied_at(TEMPLATE)
     assert not Tenant.objects.filter(schema_name=TEMPLATE).exists()
