@@ -67,12 +67,14 @@ def serve_api(tenants):
 
     from tenants.services import tenant_create
 
-    first = tenant_create(slug="bench-0000", name="Bench 0")
+    # Slugs (so schemas, so cache keys) of their own per worker: both share one Redis.
+    first = tenant_create(slug=f"bench{tenants}-0000", name="Bench 0")
     for index in range(1, tenants):
-        tenant_create(slug=f"bench-{index:04d}", name=f"Bench {index}")
+        tenant_create(slug=f"bench{tenants}-{index:04d}", name=f"Bench {index}")
     connection.set_schema_to_public()
     client = Client(headers={"Authorization": f"Bearer {first.admin_api_key}"})
-    client.get("/api/v1/tenant")  # warm-up: connection, URLconf, translations
+    for _ in range(50):  # warm-up: connection, URLconf, translations, caches
+        client.get("/api/v1/tenant")
     print("ready", flush=True)
     for line in sys.stdin:
         samples = []
