@@ -1,4 +1,6 @@
-"""Start Django for a benchmark on a database of its own (`asixto_bench_<script>`, recreated each run)."""
+"""Start Django for a benchmark on a database of its own, dropped (WITH FORCE) and recreated each run:
+`ASIXTO_BENCH_DATABASE`, else `asixto_bench_<script>`. Only names that start with `asixto_bench`
+are ever dropped, so a benchmark cannot take the platform's database or a test database with it."""
 
 import os
 import sys
@@ -10,9 +12,20 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
+BENCH_PREFIX = "asixto_bench"
+
+
+def bench_database(suffix=""):
+    """This benchmark's database name (one per script by default, so two benchmarks can run at
+    once), with `suffix` for a second database of the same run."""
+    name = os.environ.get("ASIXTO_BENCH_DATABASE") or f"{BENCH_PREFIX}_{Path(sys.argv[0]).stem}"
+    return name + suffix
+
+
 def setup(database=None):
-    # One database per benchmark script, so two benchmarks can run at once.
-    database = database or f"asixto_bench_{Path(sys.argv[0]).stem}"
+    database = database or bench_database()
+    if not database.startswith(BENCH_PREFIX):
+        sys.exit(f"refusing to drop and recreate {database!r}: a benchmark database's name starts with {BENCH_PREFIX!r}")
     base = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/asixto")
     admin_url = base.rsplit("/", 1)[0] + "/postgres"
     with psycopg.connect(admin_url, autocommit=True) as conn:

@@ -13,6 +13,8 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django_tenants.models import DomainMixin, TenantMixin
+from django_tenants.postgresql_backend.base import _check_schema_name
+from django_tenants.utils import schema_exists
 
 from tenants.crypto import EncryptedTextField
 from tenants.outbound import PURPOSES, normalise_approved_host, parse_ports
@@ -107,6 +109,17 @@ class Tenant(TenantMixin):
 
     class Meta:
         ordering = ["slug"]
+
+    def create_schema(self, check_if_exists=False, sync_schema=True, verbosity=1):
+        """Clone the migrated template schema (P5: a fraction of the time of ~50 migrations);
+        ASIXTO_TENANT_CLONE=0, or a template the copy cannot reproduce, migrates the schema instead."""
+        from tenants.schema_template import clone_template
+
+        if settings.ASIXTO_TENANT_CLONE and sync_schema and not (check_if_exists and schema_exists(self.schema_name)):
+            _check_schema_name(self.schema_name)
+            if clone_template(schema_name=self.schema_name):
+                return True
+        return super().create_schema(check_if_exists=check_if_exists, sync_schema=sync_schema, verbosity=verbosity)
 
     def __str__(self):
         return self.slug

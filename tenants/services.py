@@ -3,11 +3,13 @@ are created, settings changed and keys revoked."""
 
 import re
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.contrib.auth.hashers import make_password
 from django.db import transaction
 from django.db.models import Q
 from django.dispatch import Signal
@@ -54,7 +56,7 @@ def validate_new_tenant(*, slug: str, name: str, domain: str | None = None) -> t
     errors = {}
     if not re.match(SLUG_PATTERN, slug or "") or "--" in slug:
         errors["slug"] = [_("Use 3–40 lowercase letters, digits or hyphens, starting with a letter.")]
-    elif slug in RESERVED_SLUGS:
+    elif slug in RESERVED_SLUGS or slug.replace("-", "_") == settings.ASIXTO_TENANT_TEMPLATE_SCHEMA:
         errors["slug"] = [_("This slug is reserved.")]
     elif Tenant.objects.filter(slug=slug).exists():
         errors["slug"] = [_("A tenant with this slug already exists.")]
@@ -76,14 +78,20 @@ def tenant_create(
     admin API key (T5). If any step fails nothing is left behind, schema included."""
     slug, domain = validate_new_tenant(slug=slug, name=name, domain=domain)
     tenant = Tenant(slug=slug, name=name.strip(), schema_name=slug.replace("-", "_"), server_quota=server_quota)
-    # PostgreSQL DDL is transactional: if any step fails, the rollback drops the new schema too.
-    with schema_context("public"), transaction.atomic():
-        tenant.save(verbosity=0)  # creates and migrates the schema (django-tenants)
-        Domain.objects.create(domain=domain, tenant=tenant, is_primary=True)
-        password = secrets.token_urlsafe(12)
-        with schema_context(tenant.schema_name):
-            User.objects.create_user(username=admin_username, password=password, role=User.Role.ADMIN)
-        _key, plaintext = api_key_create(tenant=tenant, name="First admin key", scope=ApiKey.Scope.ADMIN)
+    password = secrets.token_urlsafe(12)
+    # Hashing the admin's password takes as long as making the schema (P5): it runs beside it, in a
+    # thread (the hash releases the GIL while the schema is made by the database).
+    with ThreadPoolExecutor(max_workers=1) as hasher:
+        password_hash = hasher.submit(make_password, password)
+        # PostgreSQL DDL is transactional: if any step fails, the rollback drops the new schema too.
+        with schema_context("public"), transaction.atomic():
+            tenant.save(verbosity=0)  # creates the schema: a copy of the template (tenants.schema_template)
+            Domain.objects.create(domain=domain, tenant=tenant, is_primary=True)
+            with schema_context(tenant.schema_name):
+                User.objects.create(
+                    username=User.normalize_username(admin_username), password=password_hash.result(), role=User.Role.ADMIN
+                )
+            _key, plaintext = api_key_create(tenant=tenant, name="First admin key", scope=ApiKey.Scope.ADMIN)
     return TenantCreation(tenant, domain, admin_username, password, plaintext)
 
 
