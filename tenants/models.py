@@ -94,6 +94,8 @@ class Tenant(TenantMixin):
     auto_drop_schema = False
 
     class Meta:
+        verbose_name = _("tenant")
+        verbose_name_plural = _("tenants")
         ordering = ["slug"]
 
     def __str__(self):
@@ -117,7 +119,9 @@ class Tenant(TenantMixin):
 
 
 class Domain(DomainMixin):
-    pass
+    class Meta:
+        verbose_name = _("domain")
+        verbose_name_plural = _("domains")
 
 
 # asx_<12 hex>_<token_urlsafe(32)>; the secret part is 43 characters today, allowed some room.
@@ -144,6 +148,8 @@ class ApiKey(models.Model):
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
+        verbose_name = _("API key")
+        verbose_name_plural = _("API keys")
         ordering = ["-created_at"]
         constraints = [
             models.CheckConstraint(
@@ -210,6 +216,8 @@ class ApprovedCommand(models.Model):
     enabled = models.BooleanField(_("enabled"), default=True)
 
     class Meta:
+        verbose_name = _("approved command")
+        verbose_name_plural = _("approved commands")
         ordering = ["slug"]
 
     def __str__(self):
@@ -284,6 +292,7 @@ class ApprovedPrivateHost(models.Model):
     class Meta:
         ordering = ["host"]
         verbose_name = _("approved private host")
+        verbose_name_plural = _("approved private hosts")
         constraints = [
             models.UniqueConstraint(fields=["tenant", "host"], name="approvedprivatehost_once", nulls_distinct=False),
         ]
