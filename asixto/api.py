@@ -2,7 +2,9 @@
 unknown fields (A4)."""
 
 import re
+from datetime import timedelta
 
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from rest_framework import serializers
 from rest_framework.exceptions import ParseError
@@ -61,6 +63,26 @@ class StrictSerializer(StrictMixin, serializers.Serializer):
 
 class StrictModelSerializer(StrictMixin, serializers.ModelSerializer):
     pass
+
+
+class PeriodSerializer(StrictSerializer):
+    """Query parameters of a figure over a period: `since` (default: `until` minus 30 days) and
+    `until` (default: now), at most MAX_PERIOD_DAYS apart; a reversed or longer period is a 400."""
+
+    DEFAULT_DAYS = 30
+    MAX_PERIOD_DAYS = 400
+
+    since = serializers.DateTimeField(required=False, help_text="Start (inclusive). Default: `until` minus 30 days.")
+    until = serializers.DateTimeField(required=False, help_text="End (exclusive). Default: now.")
+
+    def validate(self, attrs):
+        until = attrs.get("until") or timezone.now()
+        since = attrs.get("since") or until - timedelta(days=self.DEFAULT_DAYS)
+        if since >= until:
+            raise serializers.ValidationError({"since": [_("Must be before until.")]})
+        if until - since > timedelta(days=self.MAX_PERIOD_DAYS):
+            raise serializers.ValidationError({"since": [_("The period may be at most %(days)d days.") % {"days": self.MAX_PERIOD_DAYS}]})
+        return {**attrs, "since": since, "until": until}
 
 
 class ListPagination(LimitOffsetPagination):

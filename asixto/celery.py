@@ -10,14 +10,27 @@ A worker loads what turns need before it takes its first task (`worker_init`, be
 pool forks): the language detector's model costs more than half a second of CPU, which the
 first turns would otherwise pay (P3, P4).
 
+Log lines (issue 21): a task's lines carry its tenant and the trace id of the request that
+queued it (a message header); with ASIXTO_LOG_FORMAT=json the worker and beat log through the
+project's LOGGING (one JSON object a line) instead of Celery's own text format.
+
 Every process of the project imports this module (asixto/__init__.py), so this is where a
 process makes itself non-dumpable (asixto/process.py): stdio MCP servers must not read it."""
 
 import os
 
-from celery.signals import task_postrun, worker_init, worker_process_shutdown, worker_shutdown
-from tenant_schemas_celery.app import CeleryApp
+from celery.signals import (
+    before_task_publish,
+    setup_logging,
+    task_postrun,
+    task_prerun,
+    worker_init,
+    worker_process_shutdown,
+    worker_shutdown,
+)
+from tenant_schemas_celery.app import CeleryApp, get_schema_name_from_task
 
+from asixto import log_context
 from asixto.process import make_non_dumpable
 
 make_non_dumpable()
@@ -27,6 +40,37 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "asixto.settings")
 app = CeleryApp("asixto")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@before_task_publish.connect(dispatch_uid="asixto-trace-header")
+def _carry_trace(headers=None, **_kwargs):
+    trace = log_context.trace_id.get()
+    if headers is not None and trace and log_context.TRACE_HEADER not in headers:
+        headers[log_context.TRACE_HEADER] = trace
+
+
+@task_prerun.connect(dispatch_uid="asixto-task-log-context")
+def _task_log_context(task=None, kwargs=None, **_kwargs):
+    trace = (task.request.headers or {}).get(log_context.TRACE_HEADER) or task.request.get(log_context.TRACE_HEADER)
+    log_context.task_started(schema_name=get_schema_name_from_task(task, kwargs), trace=trace)
+
+
+def _project_logging(loglevel=None, **_kwargs):
+    """Celery configures no logging of its own: the project's LOGGING (JSON lines) applies, at the
+    level given on the command line (`--loglevel`) when there is one."""
+    import logging
+
+    from django.conf import settings
+
+    from asixto.logs import configure
+
+    configure(settings.LOGGING)
+    if loglevel:
+        logging.getLogger().setLevel(loglevel)
+
+
+if os.environ.get("ASIXTO_LOG_FORMAT", "").strip().lower() == "json":
+    setup_logging.connect(_project_logging, dispatch_uid="asixto-json-logs", weak=False)
 
 
 @worker_init.connect(dispatch_uid="asixto-preload")
@@ -51,3 +95,12 @@ def _stop_call_records(**_kwargs):
 
     stdio_pool.shutdown()
     records.shutdown()
+
+
+@worker_process_shutdown.connect(dispatch_uid="asixto-metrics-process-dead-child")
+@worker_shutdown.connect(dispatch_uid="asixto-metrics-process-dead")
+def _metrics_process_dead(**_kwargs):
+    # This process's live gauges (turns in flight) leave the sum (asixto/metrics.py).
+    from asixto import metrics
+
+    metrics.process_dead()

@@ -104,6 +104,10 @@ ROOT_URLCONF = "asixto.urls"
 AUTH_USER_MODEL = "accounts.User"
 
 MIDDLEWARE = [
+    # First: /healthz, /readyz and /metrics on the platform's host, answered before the tenant
+    # middleware reads the database to resolve the host (issue 21).
+    "asixto.health.ProbeMiddleware",
+    "asixto.metrics_view.MetricsMiddleware",
     "tenants.middleware.TenantMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -300,12 +304,31 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"persistAuthorization": True},
 }
 
+# Log lines as text (default) or, with ASIXTO_LOG_FORMAT=json, one JSON object each with the
+# tenant, turn and trace id when known (asixto/logs.py); the worker and beat use the same
+# formatter (asixto/celery.py).
+ASIXTO_LOG_FORMAT = "json" if os.environ.get("ASIXTO_LOG_FORMAT", "").strip().lower() == "json" else "text"
+# Periodic sweeps whose routine "sent", "received" and "succeeded" lines are DEBUG, not INFO (issue 20).
+ASIXTO_QUIET_TASKS = ["runtime.tasks.webhook_outbox_sweep", "runtime.tasks.requeue_stalled_turns",
+                      "runtime.tasks.deliver_due_scheduled"]
+LOGGING_CONFIG = "asixto.logs.configure"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"json": {"()": "asixto.logs.JsonFormatter"}},
+    "filters": {
+        "expected_refusals": {"()": "asixto.logs.ExpectedRefusals"},
+        "routine_tasks": {"()": "asixto.logs.RoutineTasks", "tasks": ASIXTO_QUIET_TASKS},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler",
+                             **({"formatter": "json"} if ASIXTO_LOG_FORMAT == "json" else {})}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
+        # A 403 or 404 is one warning line, without the traceback Django adds to it.
+        "django.request": {"filters": ["expected_refusals"]},
+        "celery.beat": {"filters": ["routine_tasks"]},
+        "celery.worker.strategy": {"filters": ["routine_tasks"]},
+        "celery.app.trace": {"filters": ["routine_tasks"]},
         "django.db.backends": {"level": "WARNING"},
         # One line per outbound HTTP request is noise; failures are reported by our own code.
         "httpx": {"level": "WARNING"},
@@ -367,3 +390,11 @@ ASIXTO_MAX_TOOLS_PER_SERVER = envint("ASIXTO_MAX_TOOLS_PER_SERVER", 5000)
 # ... and a definition larger than this (canonical JSON, bytes) is kept as its name and size,
 # with a blocking finding.
 ASIXTO_MAX_TOOL_DEFINITION_BYTES = envint("ASIXTO_MAX_TOOL_DEFINITION_BYTES", 32 * 1024)
+
+# Prometheus metrics (asixto/metrics.py, README "Metrics"): off by default. On, `/metrics` on the
+# platform's own domain serves them (with a bearer token when one is set), and every process
+# writes its values under PROMETHEUS_MULTIPROC_DIR, which `./run` empties at start.
+ASIXTO_METRICS = envbool("ASIXTO_METRICS", False)
+ASIXTO_METRICS_TOKEN = os.environ.get("ASIXTO_METRICS_TOKEN", "")
+ASIXTO_METRICS_MAX_TENANTS = envint("ASIXTO_METRICS_MAX_TENANTS", 200)
+ASIXTO_METRICS_DIR = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or str(BASE_DIR / "var" / "metrics")

@@ -3,6 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from asixto.metrics_view import metrics
 from asixto.views import landing
 
 handler400 = "asixto.errors.bad_request"
@@ -13,5 +14,6 @@ urlpatterns = [
     path("api/v1/", include("asixto.urls_api")),
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
+    path("metrics", metrics, name="metrics"),
     path("", landing, name="landing"),
 ]

@@ -30,6 +30,28 @@ loglevel = os.environ.get("LOG_LEVEL", "info").lower()
 _var = Path(__file__).resolve().parent.parent / "var"
 _var.mkdir(exist_ok=True)
 control_socket = str(_var / f"gunicorn-{_port}.ctl")
+# Prometheus metrics (asixto/metrics.py): the workers write their values under this directory
+# (./run empties it at start), and a worker that exits leaves the sum of live gauges.
+if os.environ.get("ASIXTO_METRICS", "").strip().lower() in {"1", "true", "yes", "on"}:
+    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(_var / "metrics"))
+
+
+if os.environ.get("ASIXTO_LOG_FORMAT", "").strip().lower() == "json":
+    from gunicorn.glogging import Logger
+
+    class JsonLinesLogger(Logger):
+        """gunicorn's own lines (start, workers, the access log) as JSON objects too, like the
+        app's (asixto/logs.py)."""
+
+        def setup(self, cfg):
+            super().setup(cfg)
+            from asixto.logs import JsonFormatter
+
+            for log in (self.error_log, self.access_log):
+                for handler in log.handlers:
+                    handler.setFormatter(JsonFormatter())
+
+    logger_class = JsonLinesLogger
 
 
 def on_starting(server):
@@ -44,3 +66,10 @@ def worker_exit(server, worker):
     from tools.mcp import stdio_pool
 
     stdio_pool.shutdown()
+
+
+def child_exit(server, worker):
+    # Its turns in flight are no longer in flight; what it counted stays counted.
+    from asixto import metrics
+
+    metrics.process_dead(worker.pid)

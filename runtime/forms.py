@@ -5,6 +5,7 @@ from django.utils.translation import gettext_lazy as _
 
 from runtime.api.serializers import MAX_MESSAGE_CHARS
 from runtime.models import CHANNEL_KINDS, TruncationLog, Turn
+from runtime.search import MAX_QUERY_CHARS, query_problem
 
 DATE = forms.DateInput(attrs={"type": "date"})
 
@@ -19,11 +20,18 @@ class RangeMixin:
 
 
 class ConversationFilterForm(RangeMixin, forms.Form):
+    q = forms.CharField(label=_("Search"), required=False, widget=forms.TextInput(attrs={"maxlength": MAX_QUERY_CHARS}),
+                        help_text=_("Phone, e-mail, customer reference, channel or words of the messages"))
     channel_kind = forms.ChoiceField(label=_("Channel kind"), required=False, choices=[("", _("Any kind")), *CHANNEL_KINDS])
     channel_name = forms.CharField(label=_("Channel"), required=False, max_length=40)
     status = forms.ChoiceField(label=_("Turn status"), required=False, choices=[("", _("Any status")), *Turn.Status.choices])
     since = forms.DateField(label=_("From"), required=False, widget=DATE)
     until = forms.DateField(label=_("To"), required=False, widget=DATE)
+
+    def clean_q(self):
+        if problem := query_problem(self.cleaned_data["q"]):
+            raise forms.ValidationError(problem)
+        return self.cleaned_data["q"]
 
 
 class TruncationFilterForm(RangeMixin, forms.Form):

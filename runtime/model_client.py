@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import httpx
 from django.conf import settings
 
+from asixto import metrics
 from asixto.json_input import storable
 from tenants.outbound import OutboundRefused, check_url, refusal_of
 from tenants.outbound_http import outbound_client
@@ -59,6 +60,10 @@ class Answer:
     content: str
     tool_calls: tuple[NativeCall, ...] = ()
     finish_reason: str = ""
+    # What the server says the request cost (`usage.prompt_tokens`, `usage.completion_tokens`);
+    # None when it does not say, so "unknown" is never counted as 0 (issue 20).
+    tokens_in: int | None = None
+    tokens_out: int | None = None
 
 
 class ModelError(Exception):
@@ -79,8 +84,23 @@ def _redact(text: str, endpoint: Endpoint) -> str:
     return text.replace(endpoint.api_key, "***") if endpoint.api_key else text
 
 
-def complete(*, endpoint: Endpoint, messages: list[dict], tools: list[dict] | None = None, deadline: float | None = None) -> Answer:
-    """One Chat Completions request; the first choice, or ModelError."""
+def complete(*, endpoint: Endpoint, messages: list[dict], tools: list[dict] | None = None, deadline: float | None = None,
+             max_tokens: int | None = None) -> Answer:
+    """One Chat Completions request; the first choice, or ModelError. `max_tokens` bounds the
+    answer (the connection test's small request); turns leave it to the server."""
+    started = time.monotonic()
+    try:
+        answer = _complete(endpoint, messages, tools, deadline, max_tokens)
+    except ModelError as exc:
+        metrics.model_request(outcome=exc.code, seconds=time.monotonic() - started)
+        raise
+    metrics.model_request(outcome="ok", seconds=time.monotonic() - started, tokens_in=answer.tokens_in or 0,
+                          tokens_out=answer.tokens_out or 0)
+    return answer
+
+
+def _complete(endpoint: Endpoint, messages: list[dict], tools: list[dict] | None, deadline: float | None,
+              max_tokens: int | None) -> Answer:
     deadline = settings.ASIXTO_MODEL_TIMEOUT if deadline is None else deadline
     if not endpoint.base_url or not endpoint.model:
         raise ModelError("model_not_configured", "no model endpoint or model name in the agent settings")
@@ -89,6 +109,8 @@ def complete(*, endpoint: Endpoint, messages: list[dict], tools: list[dict] | No
     except OutboundRefused as exc:
         raise ModelError("model_refused", exc.message) from exc
     payload = {"model": endpoint.model, "messages": messages, "stream": False}
+    if max_tokens:
+        payload["max_tokens"] = max_tokens
     if tools:
         payload["tools"] = tools  # in the catalog's order, so the server's prompt cache keeps working (R2)
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -167,6 +189,13 @@ def _native_calls(raw) -> tuple[NativeCall, ...]:
     return tuple(calls)
 
 
+def _count(value) -> int | None:
+    """A token count as the server reported it; anything but a plausible whole number is unknown."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31:
+        return value
+    return None
+
+
 def parse_answer(body: bytes, endpoint: Endpoint) -> Answer:
     try:
         data = json.loads(body)
@@ -182,10 +211,12 @@ def parse_answer(body: bytes, endpoint: Endpoint) -> Answer:
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(message, dict):
         raise ModelError("model_bad_response", "the first choice has no message")
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     answer = Answer(
         content=storable(_text(message.get("content"))),
         tool_calls=_native_calls(message.get("tool_calls")),
         finish_reason=storable(str(choice.get("finish_reason") or "")[:40]),
+        tokens_in=_count(usage.get("prompt_tokens")), tokens_out=_count(usage.get("completion_tokens")),
     )
     if not answer.content.strip() and not answer.tool_calls:
         raise ModelError("model_empty", "the choice has neither text nor tool calls")

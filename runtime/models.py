@@ -5,12 +5,17 @@ runtime/builtins/models.py and are imported at the end."""
 
 import uuid
 
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from runtime.turn_errors import SELF_EXPLAINED, turn_error_text
 from tenants.crypto import EncryptedTextField
+
+# PostgreSQL text-search configurations of the conversation search (issue 20).
+SEARCH_CONFIGS = ("spanish", "english")
 
 CHANNEL_KINDS = [("chat", _("chat")), ("voice", _("voice"))]
 
@@ -61,6 +66,12 @@ class Message(models.Model):
                 fields=["conversation", "external_id"], condition=~models.Q(external_id=""),
                 name="message_unique_external_id",
             )
+        ]
+        # Conversation search (issue 20) matches words in either language: one index per config,
+        # on the very expression runtime.search filters on, so the planner can use it.
+        indexes = [
+            GinIndex(SearchVector("text", config=config), name=f"message_text_{config}_search")
+            for config in SEARCH_CONFIGS
         ]
 
     def __str__(self):
@@ -151,6 +162,10 @@ class TurnStep(models.Model):
     model_text = models.TextField(blank=True)  # what the model read, after both budgets
     record_id = models.UUIDField(null=True, blank=True)  # the gateway's call record (tools.ToolCall)
     sends = models.PositiveSmallIntegerField(default=0)
+    # Model, reply and routing steps: the request's tokens as the model server reported them
+    # (`usage`); null when it did not say (issue 20).
+    tokens_in = models.PositiveIntegerField(null=True, blank=True)
+    tokens_out = models.PositiveIntegerField(null=True, blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

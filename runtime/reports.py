@@ -12,6 +12,7 @@ from django.db.models.functions import TruncDay, TruncHour, TruncWeek
 from django.utils import timezone
 
 from runtime.models import Conversation, Message, TruncationLog, Turn, TurnEvent, TurnStep, WebhookDelivery
+from runtime.search import conversations_matching
 from tools.models import ToolCall
 from tools.routing_examples import turn_corrections
 
@@ -24,10 +25,10 @@ def day_start(day: date) -> datetime:
 
 # ---------------------------------------------------------------- conversations
 
-def conversation_list(*, channel_kind="", channel_name="", status="", since=None, until=None):
+def conversation_list(*, channel_kind="", channel_name="", status="", since=None, until=None, q=""):
     """Conversations by last activity, newest first, with their number of turns, the last turn's
     status and the last customer message. `since`/`until` are dates (inclusive); `status`
-    keeps conversations with at least one turn in that state."""
+    keeps conversations with at least one turn in that state; `q` searches (runtime.search)."""
     turns = Turn.objects.filter(conversation=OuterRef("pk")).order_by("-created_at")
     last_question = Message.objects.filter(conversation=OuterRef("pk"), role=Message.Role.CUSTOMER).order_by("-created_at")
     queryset = Conversation.objects.annotate(
@@ -45,6 +46,8 @@ def conversation_list(*, channel_kind="", channel_name="", status="", since=None
         queryset = queryset.filter(updated_at__gte=day_start(since))
     if until:
         queryset = queryset.filter(created_at__lt=day_start(until + timedelta(days=1)))
+    if q:
+        queryset = conversations_matching(queryset, q=q)
     return queryset.order_by("-updated_at", "-created_at")
 
 

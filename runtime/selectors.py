@@ -4,6 +4,7 @@ from django.db.models import Prefetch
 
 from runtime.models import Conversation, Message, TruncationLog, Turn, TurnEvent
 from runtime.reply import Line
+from runtime.search import conversations_matching
 from tenants.selectors import current_tenant
 from tools.catalog_cache import cached
 from tools.selectors import agent_ready_tools
@@ -42,12 +43,15 @@ def history_before(*, message: Message, newest: list | None = None) -> tuple[lis
     return [Line(role, text) for role, text in reversed(newest[:HISTORY_MESSAGES])], older
 
 
-def conversations(*, channel_name=None, customer_ref=None):
+def conversations(*, channel_name=None, customer_ref=None, q=None):
+    """`q`: the conversation search (runtime.search, issue 20)."""
     queryset = Conversation.objects.all()
     if channel_name:
         queryset = queryset.filter(channel_name=channel_name)
     if customer_ref:
         queryset = queryset.filter(customer_ref=customer_ref)
+    if q:
+        queryset = conversations_matching(queryset, q=q)
     return queryset.order_by("-created_at")
 
 

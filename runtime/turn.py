@@ -44,6 +44,7 @@ from django.db.models import Q
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
+from asixto import log_context, metrics
 from asixto.json_input import JsonInputError, check_json, storable
 from runtime import events, lease_keeper, selectors, webhooks
 from runtime.budgets import apply_budgets
@@ -111,17 +112,20 @@ class _Run:
     builtins: TurnBuiltins | None = None  # R12: built-ins this message gives a reason for, skills
     customer_said: tuple = ()  # the customer's messages, this one last: what a chart may draw (R12)
     renewed: float = field(default_factory=time.monotonic)  # when the lease was last renewed
+    iterations: int = 0  # of the tool loop so far (the turn's `iterations` as it will be stored)
     # Writes held back until the next one (see _write): steps by index, turn changes, rows.
     pending: tuple = field(default_factory=lambda: ({}, {}, []))
 
 
 def turn_execute(*, turn_id) -> None:
     """Run (or resume) one turn in the current tenant's schema. Safe to call twice."""
+    log_context.turn_started(schema_name=connection.schema_name, turn_id=turn_id)
     runner = uuid.uuid4().hex
     claimed = _claim(turn_id, runner)
     if claimed is None:
         return
     turn, newest = claimed
+    metrics.turn_started(first_run=turn.runs == 1, queued_seconds=_seconds(turn.created_at, turn.started_at))
     lease_keeper.hold(connection.schema_name, turn_id, runner)
     try:
         _run(turn, runner, newest)
@@ -143,6 +147,11 @@ def turn_execute(*, turn_id) -> None:
                 error_code="internal", error_detail=type(exc).__name__)  # the message may quote SQL: the log has it
     finally:
         lease_keeper.release(connection.schema_name, turn_id)
+        metrics.turn_left()
+
+
+def _seconds(start, end) -> float | None:
+    return (end - start).total_seconds() if start and end else None
 
 
 def _run_again(turn_id, runner):
@@ -243,6 +252,9 @@ def _finish(turn: Turn, runner: str, *, reply: str, status: str, error_code: str
         event_data={"status": status, **({"error": error_code} if error_code else {})},
         steps=steps, turn=changes, rows=tuple(rows),
     )
+    if stored:
+        metrics.turn_finished(status=status, seconds=_seconds(turn.started_at, timezone.now()),
+                              iterations=run.iterations if run is not None else turn.iterations)
     if stored and owed is not None:
         # Sent once the reply is stored for good (robust: when the broker is down the sweep sends it).
         transaction.on_commit(lambda: webhooks.outbox_queue(owed[1]["id"]), robust=True)
@@ -340,8 +352,9 @@ def _route_step(run: _Run, tenant, history, question) -> Route | None:
         return None
     if "router" not in record:  # the cheap check said no tool: nothing to store
         return None
+    tokens_in, tokens_out = record.pop("router_tokens", (None, None))
     _write(run, _next_index(run), kind=TurnStep.Kind.MODEL, state=TurnStep.State.DONE, finished_at=timezone.now(),
-           response={"content": "", "tool_calls": [], "routing": record, "route": route.to_dict() if route else None})
+           tokens_in=tokens_in, tokens_out=tokens_out, response={"content": "", "tool_calls": [], "routing": record, "route": route.to_dict() if route else None})
     return route
 
 
@@ -403,6 +416,7 @@ def _next_index(run: _Run) -> int:
 
 
 def _model_step(run: _Run, messages, native_tools, iteration) -> Answer:
+    run.iterations = iteration
     index = _next_index(run)
     stored = run.steps.get(index)
     if stored is not None and stored.state == TurnStep.State.DONE and stored.kind == TurnStep.Kind.MODEL:
@@ -411,7 +425,8 @@ def _model_step(run: _Run, messages, native_tools, iteration) -> Answer:
     _release_db()
     answer = complete(endpoint=run.endpoint, messages=messages, tools=native_tools)
     _write(run, index, turn={"iterations": iteration}, hold=True, kind=TurnStep.Kind.MODEL, state=TurnStep.State.DONE,
-           response=_answer_to(answer), finished_at=timezone.now())
+           response=_answer_to(answer), finished_at=timezone.now(), tokens_in=answer.tokens_in,
+           tokens_out=answer.tokens_out)
     return answer
 
 
@@ -521,6 +536,7 @@ def _tool_step(run: _Run, call: Call, turn_budget: int) -> tuple[str, bool]:
     _write(run, index, turn={"turn_chars": budgeted.used}, rows=tuple(rows), kind=TurnStep.Kind.TOOL,
            state=TurnStep.State.DONE, outcome=str(outcome.outcome), model_text=budgeted.text,
            record_id=outcome.record_id, response={"used_after": budgeted.used, **extra}, finished_at=timezone.now())
+    metrics.truncated(count=len(budgeted.cuts))  # logged now (the write above stored them)
     run.used = budgeted.used
     run.facts.append(Fact(fact_source(source or call.name, extra), budgeted.text))
     run.outcomes.append((call.name, str(outcome.outcome)))
@@ -559,5 +575,5 @@ def _reply_step(run: _Run, request: list[dict]) -> str:
         answer = Answer(content="")
     # Held for the reply's own statement (_finish): only computation happens in between.
     _write(run, index, hold=True, kind=TurnStep.Kind.REPLY, state=TurnStep.State.DONE, response=_answer_to(answer),
-           finished_at=timezone.now())
+           finished_at=timezone.now(), tokens_in=answer.tokens_in, tokens_out=answer.tokens_out)
     return clean_reply(answer.content)

@@ -42,6 +42,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from asixto import metrics
 from asixto.errors import ApplicationError
 from runtime import webhook_errors as errors
 from runtime.builtins.followups import zone_of
@@ -122,7 +123,7 @@ def check_callback_url(url: str) -> None:
 def tenant_keys(*, tenant_id):
     """The tenant's active API keys that may carry a webhook (ApiKey is in the public schema:
     the tenant filter is the isolation here)."""
-    return ApiKey.objects.filter(tenant_id=tenant_id, revoked_at__isnull=True).exclude(scope=ApiKey.Scope.OPERATOR)
+    return ApiKey.objects.usable().filter(tenant_id=tenant_id).exclude(scope=ApiKey.Scope.OPERATOR)
 
 
 def webhook_create(*, api_key: ApiKey, url: str) -> tuple[ChannelWebhook, str]:
@@ -158,14 +159,21 @@ def webhook_rotate_secret(*, webhook: ChannelWebhook) -> str:
 # ---------------------------------------------------------------- queueing
 
 def _webhook_for(api_key_id):
-    """The enabled webhook of `api_key_id`, if the key is still active (a revoked key's
-    integration gets nothing more)."""
+    """The enabled webhook of `api_key_id`, if the key is still usable (a revoked or expired
+    key's integration gets nothing more). A key rotated with a grace still reaches the webhook,
+    which moved to the key that replaced it (issue 20)."""
     if api_key_id is None:
         return None
-    webhook = ChannelWebhook.objects.filter(api_key_id=api_key_id, enabled=True).only("id").first()
-    if webhook is None or not ApiKey.objects.filter(pk=api_key_id, revoked_at__isnull=True).exists():
+    key = ApiKey.objects.usable().filter(pk=api_key_id).values("pk", "replaced_by_id").first()
+    if key is None:
         return None
-    return webhook
+    owners = [key["pk"]] + ([key["replaced_by_id"]] if key["replaced_by_id"] else [])
+    return ChannelWebhook.objects.filter(api_key_id__in=owners, enabled=True).only("id").first()
+
+
+def webhook_follow_rotation(*, old: ApiKey, new: ApiKey) -> None:
+    """A rotated key's webhook moves to the key that replaced it (issue 20)."""
+    ChannelWebhook.objects.filter(api_key_id=old.pk).update(api_key_id=new.pk, api_key_prefix=new.prefix)
 
 
 def outbox_row(*, api_key_id, turn_id=None, message_id=None) -> tuple | None:
@@ -364,3 +372,4 @@ def _record(record: dict, outcome: str, status_code: int | None, error: tuple[st
             defaults={**record, "outcome": outcome, "status_code": status_code, "error_code": error[0],
                       "error_params": error[1], "duration_ms": (time.monotonic() - started) * 1000},
         )
+    metrics.webhook_attempted(outcome=outcome, final=outcome != WebhookDelivery.Outcome.RETRYING)

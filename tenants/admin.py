@@ -117,13 +117,13 @@ class ApprovedPrivateHostAdmin(PublicOnlyAdmin):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(PublicOnlyAdmin):
-    list_display = ["name", "scope", "tenant", "prefix", "created_at", "revoked_at"]
+    list_display = ["name", "scope", "tenant", "prefix", "created_at", "last_used_at", "expires_at", "revoked_at"]
     list_filter = ["scope"]
-    readonly_fields = ["tenant", "scope", "prefix", "created_at", "revoked_at"]
+    readonly_fields = ["tenant", "scope", "prefix", "created_at", "last_used_at", "expires_at", "revoked_at", "replaced_by"]
     actions = ["revoke"]
 
     def has_add_permission(self, request):
-        return False  # keys are created by `manage.py operator_key_create` or by tenants
+        return False  # keys are created (and rotated) by `manage.py operator_key_create`/`operator_key_rotate` or by tenants
 
     @admin.action(description="Revoke selected keys")
     def revoke(self, request, queryset):

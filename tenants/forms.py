@@ -39,7 +39,7 @@ class TenantSettingsForm(forms.ModelForm):
         model = Tenant
         fields = [
             "agent_instructions", "language", "model_base_url", "model_name", "router_base_url",
-            "router_model_name", "iteration_limit", "result_budget", "turn_budget", "public_sources", "search_url",
+            "router_model_name", "price_in_per_million", "price_out_per_million", "iteration_limit", "result_budget", "turn_budget", "public_sources", "search_url",
         ]
         widgets = {"agent_instructions": forms.Textarea(attrs={"rows": 8})}
         help_texts = {"public_sources": _(
@@ -101,3 +101,15 @@ class ApiKeyForm(forms.Form):
     scope = forms.ChoiceField(
         label=_("Scope"), choices=[(ApiKey.Scope.CHANNEL, ApiKey.Scope.CHANNEL.label), (ApiKey.Scope.ADMIN, ApiKey.Scope.ADMIN.label)]
     )
+    expires_at = forms.DateTimeField(
+        label=_("Expires"), required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        help_text=_("Optional, in UTC. Empty: the key does not expire."),
+    )
+
+
+class ApiKeyRotateForm(forms.Form):
+    """How long the old key keeps working after a rotation (issue 20)."""
+
+    GRACES = [(0, _("Revoke the old key now")), (60, _("Keep the old key 1 hour")),
+              (24 * 60, _("Keep the old key 24 hours")), (7 * 24 * 60, _("Keep the old key 7 days"))]
+    grace_minutes = forms.TypedChoiceField(label=_("Old key"), choices=GRACES, coerce=int, initial=0)

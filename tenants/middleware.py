@@ -2,14 +2,17 @@
 API key alone, on any host (T2): the credential chooses the tenant, never a bare header."""
 
 import hmac
+from datetime import timezone as dt_timezone
 
 from django.db import connection
 from django.http import JsonResponse
 from django.utils.translation import gettext as _
 from django_tenants.middleware.main import TenantMainMiddleware
 
+from asixto import log_context
 from asixto.errors import error_body
 from tenants.models import ApiKey
+from tenants.services import api_key_mark_used
 
 API_PREFIX = "/api/"
 
@@ -23,6 +26,14 @@ def api_error(status, code, message, **headers):
 
 class TenantMiddleware(TenantMainMiddleware):
     def process_request(self, request):
+        # Log lines of this request carry its trace id, and its tenant once known (asixto/log_context.py).
+        log_context.request_started(request_id=request.headers.get("X-Request-ID"))
+        response = self._resolve(request)
+        if getattr(request, "tenant", None) is not None:
+            log_context.tenant_resolved(schema_name=request.tenant.schema_name)
+        return response
+
+    def _resolve(self, request):
         if not request.path_info.startswith(API_PREFIX):
             return super().process_request(request)
         connection.set_schema_to_public()
@@ -38,6 +49,11 @@ class TenantMiddleware(TenantMainMiddleware):
             return api_error(
                 401, "not_authenticated", _("Invalid or revoked API key."), WWW_Authenticate='Bearer realm="api"'
             )
+        if key.is_expired:
+            message = _("This API key expired on %(when)s (UTC). Create or rotate a key.") % {
+                "when": key.expires_at.astimezone(dt_timezone.utc).strftime("%Y-%m-%d %H:%M")}
+            return api_error(401, "key_expired", message, WWW_Authenticate='Bearer realm="api", error="invalid_token"')
+        api_key_mark_used(key=key)
         request.api_key = key
         if key.tenant is None:
             self.setup_url_routing(request, force_public=True)

@@ -54,6 +54,18 @@ class Tenant(TenantMixin):
     router_base_url = models.URLField(_("router model endpoint"), blank=True, max_length=500)
     router_model_name = models.CharField(_("router model name"), max_length=200, blank=True)
     router_api_key = EncryptedTextField(_("router model API key"), blank=True)
+    # What the tenant pays its model provider per million tokens, in and out (issue 20): the usage
+    # figures show a cost when one is set. No currency: the tenant's own.
+    price_in_per_million = models.DecimalField(
+        _("price per million input tokens"), max_digits=12, decimal_places=4, null=True, blank=True,
+        validators=[MinValueValidator(0)],
+        help_text=_("Optional: what your model provider charges per million input (prompt) tokens, to show the cost of usage."),
+    )
+    price_out_per_million = models.DecimalField(
+        _("price per million output tokens"), max_digits=12, decimal_places=4, null=True, blank=True,
+        validators=[MinValueValidator(0)],
+        help_text=_("Optional: what your model provider charges per million output (completion) tokens."),
+    )
     iteration_limit = models.PositiveSmallIntegerField(
         _("iteration limit"), default=6, validators=[MinValueValidator(1), MaxValueValidator(50)]
     )
@@ -128,9 +140,18 @@ class Domain(DomainMixin):
 KEY_FORMAT = re.compile(r"asx_([0-9a-f]{12})_([A-Za-z0-9_-]{20,100})")
 
 
+class ApiKeyQuerySet(models.QuerySet):
+    def usable(self):
+        """Keys that open the API now: not revoked, not expired (issue 20)."""
+        return self.filter(revoked_at__isnull=True).filter(
+            models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=timezone.now())
+        )
+
+
 class ApiKey(models.Model):
     """A credential for the REST API (T2, T3). Only a SHA-256 of the key is stored: keys are
-    256-bit random strings, so a fast hash is enough and keeps lookups cheap on every request."""
+    256-bit random strings, so a fast hash is enough and keeps lookups cheap on every request.
+    A key may expire (`expires_at`); `last_used_at` is kept to the minute (issue 20)."""
 
     class Scope(models.TextChoices):
         CHANNEL = "channel", _("Channel (conversations and turns)")
@@ -146,6 +167,12 @@ class ApiKey(models.Model):
     key_hash = models.CharField(max_length=64, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    expires_at = models.DateTimeField(_("expires"), null=True, blank=True)
+    last_used_at = models.DateTimeField(_("last used"), null=True, blank=True, editable=False)
+    # The key a rotation made to take this one's place: a webhook follows it (issue 20).
+    replaced_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False)
+
+    objects = ApiKeyQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("API key")
@@ -171,8 +198,12 @@ class ApiKey(models.Model):
         return str(self.PLATFORM_NAMES.get(self.name, self.name))
 
     @property
+    def is_expired(self):
+        return self.expires_at is not None and self.expires_at <= timezone.now()
+
+    @property
     def is_active(self):
-        return self.revoked_at is None
+        return self.revoked_at is None and not self.is_expired
 
     @staticmethod
     def hash(plaintext: str) -> str:

@@ -4,10 +4,13 @@ are created, settings changed and keys revoked."""
 import re
 import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
+from django.dispatch import Signal
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django_tenants.utils import schema_context
@@ -15,6 +18,10 @@ from django_tenants.utils import schema_context
 from accounts.models import User
 from asixto.errors import ApplicationError
 from tenants.models import RESERVED_SLUGS, SLUG_PATTERN, ApiKey, Domain, Tenant
+
+
+# Sent inside the rotation's transaction with `old` and `new` (ApiKey), in the caller's schema.
+api_key_rotated = Signal()
 
 
 @dataclass(frozen=True)
@@ -80,14 +87,20 @@ def tenant_create(
     return TenantCreation(tenant, domain, admin_username, password, plaintext)
 
 
-def api_key_create(*, tenant: Tenant | None, name: str, scope: str) -> tuple[ApiKey, str]:
-    """Create a key and return it with its plaintext, which is never stored nor shown again (T3)."""
+def api_key_create(*, tenant: Tenant | None, name: str, scope: str, expires_at=None) -> tuple[ApiKey, str]:
+    """Create a key and return it with its plaintext, which is never stored nor shown again (T3).
+    `expires_at`, if given, must be in the future (issue 20)."""
     if scope not in ApiKey.Scope.values:
         raise ApplicationError(_("Unknown scope."), fields={"scope": [_("Unknown scope.")]})
     if (scope == ApiKey.Scope.OPERATOR) != (tenant is None):
         raise ApplicationError(_("Operator keys have no tenant; other keys need one."))
+    if expires_at is not None and expires_at <= timezone.now():
+        message = _("Choose a moment in the future.")
+        raise ApplicationError(message, fields={"expires_at": [message]})
     prefix, plaintext = ApiKey.generate()
-    key = ApiKey.objects.create(tenant=tenant, name=name, scope=scope, prefix=prefix, key_hash=ApiKey.hash(plaintext))
+    key = ApiKey.objects.create(
+        tenant=tenant, name=name, scope=scope, prefix=prefix, key_hash=ApiKey.hash(plaintext), expires_at=expires_at
+    )
     return key, plaintext
 
 
@@ -96,6 +109,49 @@ def api_key_revoke(*, key: ApiKey) -> ApiKey:
         key.revoked_at = timezone.now()
         key.save(update_fields=["revoked_at"])
     return key
+
+
+MAX_GRACE_MINUTES = 7 * 24 * 60
+
+
+def api_key_rotate(*, key: ApiKey, grace_minutes: int = 0) -> tuple[ApiKey, str]:
+    """Replace an active key by a new one with the same name, scope and expiry, and return the new
+    key with its plaintext (shown once, T3). The old key stops working at once (`grace_minutes` 0)
+    or when the grace ends, or at its own expiry if that comes first, so integrations have time to
+    switch (issue 20). Receivers of `api_key_rotated` move what hangs on the old key (a webhook)."""
+    if not 0 <= grace_minutes <= MAX_GRACE_MINUTES:
+        message = _("Give 0–%(max)d minutes.") % {"max": MAX_GRACE_MINUTES}
+        raise ApplicationError(message, fields={"grace_minutes": [message]})
+    with transaction.atomic():
+        key = ApiKey.objects.select_for_update().get(pk=key.pk)
+        if not key.is_active:
+            raise ApplicationError(_("Only an active key can be rotated."), code="key_inactive", status_code=409)
+        new_key, plaintext = api_key_create(tenant=key.tenant, name=key.name, scope=key.scope, expires_at=key.expires_at)
+        now = timezone.now()
+        key.replaced_by = new_key
+        if grace_minutes == 0:
+            key.revoked_at = now
+        else:
+            grace_end = now + timedelta(minutes=grace_minutes)
+            key.expires_at = min(key.expires_at or grace_end, grace_end)
+        key.save(update_fields=["replaced_by", "revoked_at", "expires_at"])
+        api_key_rotated.send(sender=ApiKey, old=key, new=new_key)
+    return new_key, plaintext
+
+
+LAST_USE_RESOLUTION = timedelta(minutes=1)
+
+
+def api_key_mark_used(*, key: ApiKey) -> None:
+    """Stamp `last_used_at` at most once a minute per key (issue 20). The key was just read, so a
+    fresh stamp costs nothing; a stale one is renewed by one conditional UPDATE, which concurrent
+    requests of the same key re-check under the row lock, so only one of them writes."""
+    now = timezone.now()
+    if key.last_used_at is not None and now - key.last_used_at < LAST_USE_RESOLUTION:
+        return
+    stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USE_RESOLUTION)
+    ApiKey.objects.filter(stale, pk=key.pk).update(last_used_at=now)
+    key.last_used_at = now
 
 
 # Each endpoint and the secret that goes only to it (issue 19, M5).

@@ -11,9 +11,10 @@ from django.urls import path
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
+from asixto.errors import ApplicationError
 from tenants import services
 from tenants.access import admin_page
-from tenants.forms import ApiKeyForm, TenantSettingsForm
+from tenants.forms import ApiKeyForm, ApiKeyRotateForm, TenantSettingsForm
 from tenants.models import ApiKey, Tenant
 from tenants.pages import list_page
 
@@ -29,18 +30,44 @@ def settings_page(request):
     return render(request, "dashboard/settings.html", {"nav": "settings", "form": form, "tenant": tenant})
 
 
+def _keys_page(request, *, form=None, created_key=None, status=200):
+    page = list_page(request, ApiKey.objects.filter(tenant_id=request.tenant.pk).order_by("-created_at", "pk"))
+    return render(request, "dashboard/api_keys.html", {
+        "nav": "api_keys", "form": form or ApiKeyForm(), "rotate_form": ApiKeyRotateForm(), "page": page, "keys": page,
+        "created_key": created_key,
+    }, status=status)
+
+
 @admin_page
 def api_keys_page(request):
     form = ApiKeyForm(request.POST or None)
-    created_key = None
     if request.method == "POST" and form.is_valid():
-        _key, created_key = services.api_key_create(tenant=request.tenant, **form.cleaned_data)
-        form = ApiKeyForm()
-    page = list_page(request, ApiKey.objects.filter(tenant_id=request.tenant.pk).order_by("-created_at", "pk"))
-    return render(
-        request, "dashboard/api_keys.html",
-        {"nav": "api_keys", "form": form, "page": page, "keys": page, "created_key": created_key},
-    )
+        try:
+            _key, created_key = services.api_key_create(tenant=request.tenant, **form.cleaned_data)
+        except ApplicationError as exc:
+            for field, errors in exc.fields.items():
+                form.add_error(field if field in form.fields else None, errors)
+        else:
+            return _keys_page(request, created_key=created_key)
+    return _keys_page(request, form=form, status=400 if form.errors else 200)
+
+
+@admin_page
+@require_POST
+def api_key_rotate(request, pk):
+    """A new key in place of this one (same name, scope and expiry), shown once (issue 20)."""
+    key = get_object_or_404(ApiKey, tenant_id=request.tenant.pk, pk=pk)
+    form = ApiKeyRotateForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, _("Choose how long the old key keeps working."))
+        return redirect("dashboard:api_keys")
+    try:
+        _new, created_key = services.api_key_rotate(key=key, grace_minutes=form.cleaned_data["grace_minutes"])
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+        return redirect("dashboard:api_keys")
+    messages.success(request, _("Key %(name)s rotated.") % {"name": key.display_name})
+    return _keys_page(request, created_key=created_key)
 
 
 @admin_page
@@ -58,4 +85,5 @@ urlpatterns = [
     path("settings/", settings_page, name="settings"),
     path("api-keys/", api_keys_page, name="api_keys"),
     path("api-keys/<uuid:pk>/revoke/", api_key_revoke, name="api_key_revoke"),
+    path("api-keys/<uuid:pk>/rotate/", api_key_rotate, name="api_key_rotate"),
 ]

@@ -3,6 +3,7 @@ loopback), a fast password hasher, and a Redis database of their own so a develo
 worker never picks up a test's task (or the reverse)."""
 
 import os
+import shutil
 from urllib.parse import urlsplit, urlunsplit
 
 os.environ.setdefault("ASIXTO_ALLOW_PRIVATE_HOSTS", "1")
@@ -25,6 +26,12 @@ os.environ.setdefault("ASIXTO_STDIO_UID_BASE", "")
 os.environ.setdefault(
     "ASIXTO_STDIO_ROOT", os.path.join("/tmp", f"asixto-stdio-{os.environ.get('ASIXTO_TEST_DATABASE', 'test')}")
 )
+# Prometheus metrics (on only in the tests that turn them on, tests/test_metrics*.py): this test
+# database's files, from zero at each session. A child process (gunicorn, a worker) keeps its own.
+if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = os.path.join(
+        "/tmp", f"asixto-metrics-{os.environ.get('ASIXTO_TEST_DATABASE', 'test')}")
+    shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)
 _redis = urlsplit(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
 os.environ["REDIS_URL"] = urlunsplit(_redis._replace(path="/" + os.environ.get("ASIXTO_TEST_REDIS_DB", "15")))
 os.environ.pop("CELERY_BROKER_URL", None)

@@ -2,22 +2,15 @@
 and a clear code, never a 500 after a long wait (issue 19). The web server here is a real
 gunicorn whose database address has nothing listening."""
 
-import socket
-
 import httpx
 
+from tests.support.outbound import closed_port
 from tests.support.web_servers import wsgi_server
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]  # closed again when this returns: nothing listens there
 
 
 def test_requests_get_a_503_with_retry_after_while_the_database_is_unreachable(alpha):
     """Issue 19: the API answers its error body with the code `unavailable`; a page answers 503 too."""
-    down = f"postgres://postgres@127.0.0.1:{_closed_port()}/nowhere"
+    down = f"postgres://postgres@127.0.0.1:{closed_port()}/nowhere"
     with wsgi_server(threads=2, database_url=down) as url:
         api = httpx.get(f"{url}/api/v1/conversations", headers={"Host": alpha.domain, "Authorization": f"Bearer {alpha.channel_key}"},
                         timeout=60)

@@ -136,7 +136,8 @@ def page_args(name, objects):
     """Example arguments for each dashboard page that takes some."""
     return {
         "server_edit": {"pk": objects["server"].pk}, "server_versions": {"pk": objects["server"].pk},
-        "server_contract": {"pk": objects["server"].pk}, "skill": {"pk": objects["skill"].pk},
+        "server_contract": {"pk": objects["server"].pk}, "server_offerings": {"pk": objects["server"].pk},
+        "skill": {"pk": objects["skill"].pk},
         "catalog_version": {"pk": objects["version"].pk}, "tool": {"pk": objects["tool"].pk},
         "call": {"pk": objects["call"].pk}, "conversation": {"pk": objects["conversation"].pk}, "password_reset": {"uidb64": "MQ", "token": "not-a-token"},
     }.get(name)

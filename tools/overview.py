@@ -15,11 +15,9 @@ from django.utils.translation import ngettext
 
 from tools.models import McpServer, Tool, ToolCall
 from tools.selectors import agent_ready_tools
+from tools.stats import FAILURES  # the tool's or the platform's failures, not business errors
 
 WINDOW = timedelta(hours=24)
-# Outcomes that are the tool's or the platform's failure. A business error is an answer (the
-# customer is told "no such case"), not a failure.
-FAILURES = [value for value in ToolCall.Outcome.values if value not in (ToolCall.Outcome.OK, ToolCall.Outcome.BUSINESS_ERROR)]
 LATEST_VIOLATIONS = 5
 
 

@@ -9,6 +9,7 @@ definition (and certification basis) is unchanged keeps its row, verdict and fin
 
 import json
 import logging
+import time
 from collections import defaultdict
 from typing import NamedTuple
 
@@ -18,6 +19,7 @@ from django.utils import timezone
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
+from asixto import metrics
 from asixto.errors import ApplicationError
 from tenants.selectors import current_tenant
 from tools import mcp
@@ -69,6 +71,17 @@ def catalog_sync(*, server: McpServer) -> CatalogVersion:
     """Read the server's catalog twice and store it as a new version with a diff (M5, C7); a sync
     that changes nothing records the sync time and returns the current version (no new one).
     Network first, then one transaction: a failure half-way stores nothing but the error."""
+    started = time.monotonic()
+    try:
+        version = _sync(server)
+    except Exception:
+        metrics.sync_finished(result="error", seconds=time.monotonic() - started)
+        raise
+    metrics.sync_finished(result="ok", seconds=time.monotonic() - started)
+    return version
+
+
+def _sync(server: McpServer) -> CatalogVersion:
     sync_mark(server=server, status=McpServer.SyncStatus.RUNNING)
     try:
         if not server.protocol_version:

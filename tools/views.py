@@ -25,7 +25,9 @@ from tools.forms import ConsoleForm, SampleArgumentsForm, ServerForm
 from tools.gateway import CallContext, call_tool, flush_records
 from tools.mcp.errors import render_error
 from tools.models import ToolCall
+from tools.offerings import server_offerings
 from tools.server_quota import server_register
+from tools.stats import PERIODS, ToolStats, period_of, tool_stats
 
 TOOL_FILTER_CHOICES = 200
 
@@ -106,8 +108,13 @@ def catalog_page(request):
     page = list_page(request, tools)
     shared = selectors.with_shared_findings(page)  # warnings most of a server's tools share: once (issue 8)
     shared_by_server = [(server, shared[server.pk]) for server in selectors.servers() if server.pk in shared]
+    period, since, until = period_of(request.GET.get("period"))
+    figures = tool_stats(tool_ids=[tool.pk for tool in page], since=since, until=until)
+    for tool in page:
+        tool.stats = figures.get(tool.pk, ToolStats())
     return render(request, "tools/catalog.html", {
         "nav": "catalog", "page": page, "tools": page, "servers": selectors.servers(), "shared_findings": shared_by_server,
+        "period": period, "periods": PERIODS,
     })
 
 
@@ -174,8 +181,11 @@ def tool_page(request, pk):
             return redirect("dashboard:tool", pk=tool.pk)
     definition = json.dumps(tool.definition, ensure_ascii=False, indent=2)
     violations = selectors.tool_calls(tool_id=tool.pk, violations_only=True)[:20]
+    period, since, until = period_of(request.GET.get("period"))
     return render(request, "tools/tool.html", {
         "nav": "catalog", "tool": tool, "form": form, "definition": definition, "console": console,
+        "stats": tool_stats(tool_ids=[tool.pk], since=since, until=until).get(tool.pk, ToolStats()),
+        "period": period, "periods": PERIODS,
         "violations": violations, "fields": console_help.field_guide(schema), "verb": console_help.tool_verb(tool),
         "needs_confirmation": console_help.needs_confirmation(tool), "unavailable": console_help.unavailable_reason(tool),
         **console_state,
@@ -235,6 +245,20 @@ def tool_toggle(request, pk):
 
 
 @tenant_page
+def server_offerings_page(request, pk):
+    """The server's resources and prompts as it lists them now (issue 20), read-only; a failure
+    is shown with its message instead of the list it stopped."""
+    server = get_object_or_404(selectors.servers(), pk=pk)
+    sections = []
+    for kind, title in (("resources", _("Resources")), ("prompts", _("Prompts"))):
+        try:
+            sections.append({"kind": kind, "title": title, "offered": server_offerings(server=server, kind=kind)})
+        except (mcp.McpError, ApplicationError) as exc:
+            sections.append({"kind": kind, "title": title, "error": exc.message, "code": getattr(exc, "code", "")})
+    return render(request, "tools/server_offerings.html", {"nav": "servers", "server": server, "sections": sections})
+
+
+@tenant_page
 def versions_page(request, pk):
     server = get_object_or_404(selectors.servers(), pk=pk)
     page = list_page(request, selectors.catalog_versions(server=server).order_by("-number"))
@@ -255,6 +279,7 @@ urlpatterns = [
     path("servers/<uuid:pk>/delete/", server_delete, name="server_delete"),
     path("servers/<uuid:pk>/status/", server_status, name="server_status"),
     path("servers/<uuid:pk>/versions/", versions_page, name="server_versions"),
+    path("servers/<uuid:pk>/offerings/", server_offerings_page, name="server_offerings"),
     path("catalog/", catalog_page, name="catalog"),
     path("catalog/versions/<uuid:pk>/", version_page, name="catalog_version"),
     path("tools/<uuid:pk>/", tool_page, name="tool"),

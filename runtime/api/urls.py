@@ -1,6 +1,6 @@
 from django.urls import path
 
-from runtime.api import scheduled, skills, views, webhooks
+from runtime.api import model_test, scheduled, skills, usage, views, webhooks
 
 urlpatterns = [
     path("conversations", views.ConversationListCreateView.as_view(), name="conversation-list"),
@@ -21,4 +21,6 @@ urlpatterns = [
     path("follow-ups/<uuid:pk>/cancel", scheduled.FollowUpCancel.as_view(), name="follow-up-cancel"),
     path("skills", skills.SkillListCreateView.as_view(), name="skill-list"),
     path("skills/<uuid:pk>", skills.SkillDetailView.as_view(), name="skill-detail"),
+    path("usage", usage.UsageView.as_view(), name="usage"),
+    path("tenant/model-test", model_test.ModelTestView.as_view(), name="tenant-model-test"),
 ]

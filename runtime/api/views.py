@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from asixto.json_input import unstorable_text
-from runtime import channel, events, limits, selectors
+from runtime import channel, events, limits, search, selectors
 from runtime.api import serializers as s
 from runtime.models import Conversation, Message, Turn
 from runtime.stream_slots import StreamsFull
@@ -20,7 +20,7 @@ from tenants.api.auth import IsChannelKey
 
 
 class ConversationListCreateView(generics.ListAPIView):
-    """Conversations of the tenant, newest first (filter: `channel_name`, `customer_ref`); POST starts one."""
+    """Conversations of the tenant, newest first (filter: `channel_name`, `customer_ref`, search: `q`); POST starts one."""
 
     permission_classes = [IsChannelKey]
     serializer_class = s.ConversationSerializer
@@ -31,13 +31,20 @@ class ConversationListCreateView(generics.ListAPIView):
         params = {name: self.request.query_params.get(name) for name in self.FILTERS}
         refused = {name: [_("Text may not contain NUL characters or unpaired surrogates.")]
                    for name, value in params.items() if value and unstorable_text(value)}
+        q = self.request.query_params.get("q", "")
+        if problem := search.query_problem(q):
+            refused["q"] = [problem]
         if refused:  # PostgreSQL cannot compare with them: a clear 400, not a 500 (A4)
             raise ValidationError(refused)
-        return selectors.conversations(**params)
+        return selectors.conversations(**params, q=q)
 
     @extend_schema(parameters=[
         OpenApiParameter("channel_name", OpenApiTypes.STR, description="Only conversations of this channel (exact)."),
         OpenApiParameter("customer_ref", OpenApiTypes.STR, description="Only conversations of this customer (exact)."),
+        OpenApiParameter("q", OpenApiTypes.STR, description=(
+            "Search (at most 200 characters): part of the customer reference (phone, e-mail) or of the channel name, any "
+            "case, or words of the conversation's messages, in Spanish or English (inflections match; \"quotes\" for a "
+            "phrase, `or`, `-word`).")),
     ])
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)

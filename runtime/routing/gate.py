@@ -48,14 +48,13 @@ their scores, and why (for the turn record and the evaluation).
 """
 
 import math
-import re
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
-from runtime.routing import action, encoder, guard
+from runtime.routing import action, encoder, grammar, guard
 from runtime.routing.candidates import CatalogIndex, Signals, signals, with_e5
 from runtime.routing.language import text_language
 from runtime.routing.words import fold, normalise, stems
@@ -110,95 +109,6 @@ FOLLOW_UP_THRESHOLD = 0.5  # a follow-up inherits a request this likely
 ANSWER_SHARE = 0.5  # an answer's own words in its ranking, next to the request it answers for (1.0)
 ANSWER_AGENT = 1.0  # and the agent's reply that asked: the step the agent is taking
 
-SMALL_TALK = [
-    "hola", "buenos días", "buenas tardes", "buenas noches", "gracias", "muchas gracias", "ok", "vale", "listo",
-    "perfecto", "entendido", "adiós", "chao", "hasta luego", "¿eres un robot?", "¿eres una persona?", "¿quién eres?",
-    "¿cómo te llamas?", "¿cómo estás?", "un momento", "espera un momento", "sí", "no", "no gracias", "jaja",
-    "eso es todo", "nada más", "excelente", "me puedes repetir", "¿qué puedes hacer?", "¿me escuchas?", "aló",
-    "¿con quién hablo?", "¿cómo va todo?", "¿cómo te va?",
-    "hello", "hi", "good morning", "thanks", "thank you", "ok great", "bye", "goodbye", "are you a bot?",
-    "who are you?", "how are you?", "wait a moment", "hold on", "yes", "no thanks", "that's all", "what can you do?",
-    "can you hear me?", "who am I talking to?",
-]
-# A message that leans on the previous ones: "¿y en rojo?", "and the other one?", "algo más barato".
-_LEANS = re.compile(
-    r"^(y|and|o|or|what about|how about|tambien|also|otro|otra|otros|otras|another|algo|alguno|alguna|mas|more|"
-    r"ese|esa|esos|esas|eso|that|those|the other|el de|la de|los de|las de|el otro|la otra|en|in|con|with|sin|"
-    r"without|de|del|para|for|y el|y la|y los|y las|y en|y si|and the|and in)\b"
-)
-_ONLY_DATA = re.compile(r"^[\w\-./@+ ]*\d[\w\-./@+ ]*$")  # "1020304050", "SOP-11", "ana@correo.com 300 123"
-_EMAIL = re.compile(r"^\s*[\w.+\-]+@[\w\-]+(\.[\w\-]+)+\s*$")  # normalised text has lost the "@": read the raw one
-# Phrased as a request ("could you…", "I'd like…", "¿me ayudas…?", "quiero…"): what it asks may still be
-# nothing a tool does, so this is one more fact for the gate, not a decision.
-_REQUEST_FORM = re.compile(
-    r"\b(i d like|i would like|i want|i need|(?<!no )need to|can you|could you|would you|please|i m looking|help me|"
-    r"quiero|quisiera|necesito|me gustaria|puedes|podrias|me (puede|pueden|podria|podrian)|me ayudas|ayudame|por favor|"
-    r"me (das|da|dan|pasas|envias|mandas)|dame|hazme|haz)\b"
-)
-# The customer's answer to an offer of the agent ("¿Quieres que te abra un caso?"): yes — the offer is the
-# subject ("dale", "sí, regístralo", "mándamelo"); no — nothing is asked ("no, gracias, lo pago en el banco"),
-# unless the rest redirects to something else ("no, mejor mándenme un técnico").
-_YES = re.compile(r"^(si|sí|dale|claro|ok|okay|de una|hagale|hazlo|hagalo|por favor|porfa|va|listo|perfecto|yes|yeah|sure|"
-                  r"please|go ahead|do it|yep|[a-zñ]{4,}(melo|mela|selo|sela|alo|ala|elo|ela)\b)\b")
-_NO = re.compile(r"^(no\s*[,.!]|no$|no (no|gracias|tranquil|thanks|thank you|por ahora|todavia|aun|mejor|asi esta|esta bien)\b|"
-                 r"(todavia|aun|ahorita|ahora|por ahora) no\b|mejor no\b|nah\b|nope\b|not (now|yet|today)\b|never ?mind\b)")
-_REDIRECT = re.compile(r"\b(mejor(?! no\b)|prefiero|preferiria|en cambio|en vez|mas bien|instead|rather|quiero|necesito|quisiera|"
-                       r"i want|i d like|i need)\b")
-# An agent's question that offers something (to do an action, or more help) rather than asks for data.
-_OFFER = re.compile(r"\b(quieres|quiere|quisieras|deseas|desea|te parece|le parece|lo hago|lo (abro|registro|agendo|cambio)|"
-                    r"te (genero|envio|mando|agendo|abro|paso|registro|cambio|muestro)|algo mas|"
-                    r"would you like|do you want|shall i|should i|want me to|anything else)\b")
-# The customer taking note of what the agent answered ("ah bueno, alcanza", "listo, mañana pago en el banco",
-# "great, thanks"): nothing is asked, unless it goes on with a question or an order ("listo, mándame el enlace").
-_ACKNOWLEDGES = re.compile(r"^(ah+|aja|ok|okay|vale|listo|perfecto|bueno|entiendo|entendido|ya veo|gracias|mil gracias|"
-                           r"de una|genial|super|excelente|got it|great|thanks|thank you|i see|alright|cool|"
-                           r"sounds good)\b")
-_IMPERATIVE = re.compile(
-    r"\b(cambia|cambiame|agenda|agendame|abre|abreme|cancela|cancelame|genera|generame|busca|buscame|manda|mandame|envia|"
-    r"enviame|pasa|pasame|muestra|muestrame|consulta|consultame|revisa|revisame|dime|regalame|confirmame|transfiere|"
-    r"change|switch|move|upgrade|put me|book|cancel|send|show|check|open|schedule|find|get|give|tell)\b")
-_ALSO = re.compile(r"\b(tambien|ademas|aparte|otra cosa|also|another thing|as well)\b")
-_GOES_ON = re.compile(r"^(y|and|pero|but|entonces|then|ahora|now|tambien|also|otra cosa|another thing)\b")
-_QUESTION_WORD = re.compile(r"\b(cuanto|cuanta|cuantos|cuantas|cuando|donde|como|cual|cuales|quien|que|por que|how|what|when|where|"
-                            r"which|who|why|can|could|do|does|is|are)\b")
-_ASKS_DETAIL = re.compile(r"^(que|cual|cuales|cuando|donde|para (que|cuando)|en (que|cual)|a (que|cual)|de (que|cual)|"
-                          r"como|cuanto|cuantos|cuantas|what|which|when|where|how)\b")
-# A question about what the agent just answered ("¿o sea que el 5 ya tengo los 20 completos?", "so it's free?").
-_CLARIFIES = re.compile(r"^(o sea|osea|entonces|so|wait|then|or)\b")
-_LEADING_FILLER = re.compile(r"^((eh+|em+|mm+|hmm|uh|um+|ah|aja|aha|bueno|pues|este|o sea|well|so)\b[\s,.;:]*)+")
-# What a message that needs no tool often is, though it names products or services (facts for the gate):
-# a notice or thanks ("ya pagué, solo les aviso"), a question of general knowledge or opinion ("¿qué
-# diferencia hay entre…?", "¿vale la pena…?", "carísimo"), and a question about the conversation itself.
-_NOTICE = re.compile(
-    r"\b(ya (pague|consigne|cancele|hice|devolvi|llego|me llego|me llegaron|funciona|quedo|quedamos|esta|vino)|"
-    r"(les?|solo les?|nada mas les?) (aviso|cuento|informo|comento)|(para|solo) (avisar|contar|informar)|les informo|"
-    r"just (letting you know|so you know|to let you know)|fyi|i already (paid|did|returned|got)|"
-    r"gracias|thanks|thank you|excelente|muy amable|todo (perfecto|bien|listo)|funcionando|buenisim|super nice|great job|"
-    r"esp[eé]r(e|a)me|un moment(o|ico|ito)|un segundo|ya vuelvo|estoy buscando|"
-    r"d[eé]j(e|a)me (buscar|ver|revisar|mirar)|ya (se )?(lo|la|se lo|se la) (paso|envio|mando|doy)|hold on|"
-    r"one (sec|second|moment)|let me (find|look for|get|check))\b")
-_KNOWLEDGE = re.compile(
-    r"(^|\b)(como se |como (conecto|configuro|reinicio|activo|instalo|enciendo|prendo|apago)\b|"
-    r"que (significa|quiere decir|es mejor)|para que sirve|diferencia (hay )?entre|cual es (mejor|la diferencia)|"
-    r"es normal|es cierto|en general|pregunta general|vale la pena|conviene|me parece|la verdad|carisim|que pereza|"
-    r"\bmas \w+ que\b|que es eso de|como funciona|(es|sera) recomendable|(usted|tu) que (opina|piensa)|que opinas?\b|"
-    r"cual de (los|las) (dos|tres)\b|"
-    r"por que (el|la|los|las|se)\b|how does .{0,40} work|what does .{0,40} mean|which of the (two|three)|"
-    r"how (do|can) i (turn|set|connect|reset|configure|enable)|what s the difference|which (is|one is) better|"
-    r"(better|faster|slower|worse|cheaper) than|is it worth|is it normal|i think|(more|less) \w+ than)")
-_ABOUT_CHAT = re.compile(
-    r"\b(repite(s|me|lo|la)?|repitame|(cual|que|como) era\b|what was (the|that|it)\b|repetir(me|lo|la)?|repeat|"
-    r"vuelve(s)? a decir|lo ultimo que|que (dijiste|me dijiste)|me diste|you (said|sent)|"
-    r"say (that|it) again|eres (un|una) (robot|bot|persona|maquina)|con quien (estoy hablando|hablo)|"
-    r"(usted|tu) es (un|una) (robot|bot|persona|maquina|grabacion)|(es|eres) (una )?grabacion|"
-    r"(este|el) chat (funciona|atiende|esta)|this chat|are you a (bot|robot|human|person|recording)|am i talking to|"
-    r"(que|cuales|en que) idiomas|what languages|do you speak)")
-# A question that names neither the customer nor the desk ("¿cuál es la capital de…?") rather than "¿cuál es mi saldo?".
-_PERSONAL = re.compile(
-    r"\b(mi|mis|me|mio|mia|conmigo|yo|tengo|tenia|quiero|quisiera|necesito|busco|debo|pague|compre|nos|nuestro|nuestra|"
-    r"ustedes|tienen|venden|les|tu|tus|te|puedes|podrias|my|me|mine|i|im|id|ive|we|our|us|you|your)\b")
-
-
 @dataclass
 class GateResult:
     needs_tool: bool
@@ -218,7 +128,8 @@ _small_talk = {}
 
 def _small_talk_vectors(which: str) -> np.ndarray:
     if which not in _small_talk:
-        _small_talk[which] = encoder.embed(SMALL_TALK) if which == "use" else encoder.embed_e5(SMALL_TALK, query=True)
+        phrases = grammar.SMALL_TALK
+        _small_talk[which] = encoder.embed(phrases) if which == "use" else encoder.embed_e5(phrases, query=True)
     return _small_talk[which]
 
 
@@ -247,7 +158,7 @@ class Reading:
 
     @cached_property
     def only_data(self) -> bool:
-        return bool(_ONLY_DATA.match(self.plain))
+        return bool(grammar.ONLY_DATA.match(self.plain))
 
     @property
     def is_small_talk(self) -> bool:
@@ -255,27 +166,27 @@ class Reading:
 
     @cached_property
     def request_form(self) -> bool:
-        return bool(_REQUEST_FORM.search(self.plain))
+        return bool(grammar.REQUEST_FORM.search(self.plain))
 
     @cached_property
     def notice(self) -> bool:
         """A notice or thanks, asking nothing ("ya pagué, solo les aviso")."""
-        return bool(_NOTICE.search(self.plain)) and not self.request_form
+        return bool(grammar.NOTICE.search(self.plain)) and not self.request_form
 
     @cached_property
     def knowledge(self) -> bool:
         """A question of general knowledge or an opinion ("¿qué diferencia hay entre…?", "carísimo")."""
-        return bool(_KNOWLEDGE.search(self.plain))
+        return bool(grammar.KNOWLEDGE.search(self.plain))
 
     @cached_property
     def about_chat(self) -> bool:
         """About the conversation itself ("¿me repites el número?")."""
-        return bool(_ABOUT_CHAT.search(self.plain))
+        return bool(grammar.ABOUT_CHAT.search(self.plain))
 
     @cached_property
     def impersonal(self) -> bool:
         """Names neither the customer nor the desk: a question of the world, not of an account."""
-        return not _PERSONAL.search(self.plain)
+        return not grammar.PERSONAL.search(self.plain)
 
     @property
     def foreign(self) -> bool:
@@ -428,36 +339,22 @@ def _ranked(index: CatalogIndex, parts: list[tuple[float, Reading]]) -> list[tup
     return [(index.cards[i].name, round(float(scores[i]), 4)) for i in sorted(chosen, key=lambda i: -scores[i])]
 
 
-def _last(messages: list[dict], role: str, before: int) -> str:
-    for message in reversed(messages[:before]):
-        if message.get("role") == role:
-            return str(message.get("content") or "")
-    return ""
-
-
-def _question(text: str) -> str:
-    """The agent's last question in its reply ("Tu saldo es $ 89.900. ¿Te envío el enlace?" → the
-    question), the offer a "sí" or "no" answers; the whole reply when it has none."""
-    questions = [q.strip() for q in re.findall(r"[^.!?¡]*\?", text) if q.strip(" ¿?")]
-    return questions[-1] if questions else text
-
-
 def _acknowledges(reading: Reading, text: str) -> bool:
     """Takes note of the agent's answer and asks nothing more: no question (by its mark, or by its words,
     as a voice transcript has no marks), no request, no order, nothing added with "y…"/"and…"."""
     folded = fold(text).strip(" ¡!")
-    found = _ACKNOWLEDGES.match(folded)
-    if not found or "?" in text or reading.request_form or _IMPERATIVE.search(reading.plain):
+    found = grammar.ACKNOWLEDGES.match(folded)
+    if not found or "?" in text or reading.request_form or grammar.IMPERATIVE.search(reading.plain):
         return False
     rest = normalise(folded[found.end():])
-    return not _GOES_ON.match(rest) and not _QUESTION_WORD.search(rest)
+    return not grammar.GOES_ON.match(rest) and not grammar.QUESTION_WORD.search(rest)
 
 
 def _leans(reading: Reading, text: str) -> bool:
     # "ok y cuándo vence la del mes pasado": an acknowledgement first hides the "y…" that leans.
-    after_acknowledgement = _ACKNOWLEDGES.sub("", reading.plain, count=1).lstrip()
+    after_acknowledgement = grammar.ACKNOWLEDGES.sub("", reading.plain, count=1).lstrip()
     # Thanks or a notice ("de una, mil gracias") closes what came before rather than leaning on it.
-    return not reading.notice and (bool(_LEANS.match(reading.plain) or _LEANS.match(after_acknowledgement))
+    return not reading.notice and (bool(grammar.LEANS.match(reading.plain) or grammar.LEANS.match(after_acknowledgement))
                                    or _only_data(reading, text) or reading.words <= 2)
 
 
@@ -466,8 +363,8 @@ def _answers(reading: Reading, text: str, opening: str) -> bool:
     igual") rather than asking something of its own: no question, notice, claim, word about the chat, nothing
     added ("y…", "también…") and no request the gate is sure of on its own ("mejor" is no redirect here: "el
     martes mejor")."""
-    return not ("?" in text or _QUESTION_WORD.match(opening) or reading.notice or reading.knowledge
-                or reading.about_chat or _GOES_ON.match(opening) or _ALSO.search(opening)
+    return not ("?" in text or grammar.QUESTION_WORD.match(opening) or reading.notice or reading.knowledge
+                or reading.about_chat or grammar.GOES_ON.match(opening) or grammar.ALSO.search(opening)
                 or (reading.request_form and tool_probability(reading) >= GATE_THRESHOLD))
 
 
@@ -480,7 +377,7 @@ def _in_context(index: CatalogIndex, current: Reading, customer: str, agent: str
 
 
 def _only_data(reading: Reading, text: str) -> bool:
-    return reading.only_data or bool(_EMAIL.match(text))
+    return reading.only_data or bool(grammar.EMAIL.match(text))
 
 
 def check(index: CatalogIndex, messages: list[dict], *, cascade: bool = True) -> GateResult:
@@ -514,24 +411,24 @@ def _decided(index: CatalogIndex, messages: list[dict], *, cascade: bool) -> Gat
     text = str(messages[-1].get("content") or "")
     if not normalise(text):
         return GateResult(False, reason="empty")
-    previous_customer = _last(messages, "user", len(messages) - 1)
-    previous_agent = _last(messages, "assistant", len(messages) - 1)
+    previous_customer = grammar.last(messages, "user", len(messages) - 1)
+    previous_agent = grammar.last(messages, "assistant", len(messages) - 1)
     (current,) = read(index, [text], cascade=cascade)
     ranked = _ranked(index, [(1.0, current)])
     # "Sí, por favor" to the agent's "¿Quieres que abra un caso?": the agent's offer is the subject.
     stripped = fold(text).strip(" ¿?¡!")
-    opening = _LEADING_FILLER.sub("", stripped)
+    opening = grammar.LEADING_FILLER.sub("", stripped)
     opening_words = normalise(opening)
     asked = "?" in previous_agent  # "¿Quiere revisar el envío? Si tiene el número, compártamelo."
-    agent_question = _question(previous_agent)
+    agent_question = grammar.question(previous_agent)
     folded_question = fold(agent_question)
     # "¿Desea que le agende la visita?" offers; "¿Para qué fecha desea la visita?" asks for a detail.
-    offered = (asked and bool(_OFFER.search(folded_question)) and not _ASKS_DETAIL.match(folded_question.lstrip(" ¿")))
-    redirects = bool(_REDIRECT.search(opening_words))
+    offered = (asked and bool(grammar.OFFER.search(folded_question)) and not grammar.ASKS_DETAIL.match(folded_question.lstrip(" ¿")))
+    redirects = bool(grammar.REDIRECT.search(opening_words))
     # A longer yes agrees too when the agent offered something and the rest only gives its details ("sí,
     # para el sábado en la mañana"), not another request ("sí, y también…").
-    agrees = bool(_YES.match(opening)) and asked and (current.words <= 3 or (
-        offered and not redirects and not _ALSO.search(opening_words)))
+    agrees = bool(grammar.YES.match(opening)) and asked and (current.words <= 3 or (
+        offered and not redirects and not grammar.ALSO.search(opening_words)))
     if agrees:
         question, reply = read(index, [agent_question, previous_agent], cascade=cascade)
         # The offer is the question when it names the action ("¿Te genero el enlace?": an offer in the words of a
@@ -547,7 +444,7 @@ def _decided(index: CatalogIndex, messages: list[dict], *, cascade: bool) -> Gat
         # the same letters) answers "¿qué te gustaría revisar?" with a request of its own.
     # "No, gracias" to an offer asks nothing, whatever it names ("no, lo pago en el banco"); a redirect
     # ("no, mejor mándenme un técnico") is read as a request of its own below.
-    if offered and _NO.match(opening) and not redirects:
+    if offered and grammar.NO.match(opening) and not redirects:
         return GateResult(False, ranked, reason="declines the agent's offer")
     if not asked and previous_agent and _acknowledges(current, text):
         return GateResult(False, ranked, reason="acknowledges the agent's answer")
@@ -564,8 +461,8 @@ def _decided(index: CatalogIndex, messages: list[dict], *, cascade: bool) -> Gat
             return GateResult(True, _ranked(index, parts), reason="answers the agent's question", follow_up=True,
                               probability=tool_probability(request), acts=request.signals.acts)
     # "¿O sea que el 5 ya tengo los 20 completos?" after the agent's answer asks about that answer.
-    if (previous_agent and not asked and _CLARIFIES.match(stripped) and not current.request_form
-            and not _IMPERATIVE.search(current.plain)):
+    if (previous_agent and not asked and grammar.CLARIFIES.match(stripped) and not current.request_form
+            and not grammar.IMPERATIVE.search(current.plain)):
         return GateResult(False, ranked, reason="asks about the agent's answer")
     leans = _leans(current, text) and bool(previous_customer or previous_agent)
     taught = None if leans else _taught_decision(index, current, ranked)

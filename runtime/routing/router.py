@@ -112,12 +112,14 @@ def parse_facts(text: str, candidates: list[ToolCard]) -> Facts | None:
     return Facts.from_dict(data)
 
 
-def ask_router(*, endpoint: Endpoint, conversation: list[dict], candidates: list[ToolCard]) -> tuple[Facts | None, str]:
-    """One router call. Returns the facts (or None: proceed unrouted) and what the router said, or
-    the error code when the call failed (a router that fails never fails the turn)."""
+def ask_router(*, endpoint: Endpoint, conversation: list[dict],
+               candidates: list[ToolCard]) -> tuple[Facts | None, str, tuple[int | None, int | None]]:
+    """One router call. Returns the facts (or None: proceed unrouted), what the router said, or
+    the error code when the call failed (a router that fails never fails the turn), and the
+    request's tokens in and out (None when unknown, issue 20)."""
     try:
         answer = complete(endpoint=endpoint, messages=router_messages(conversation=conversation, candidates=candidates),
                           deadline=settings.ASIXTO_ROUTER_TIMEOUT)
     except ModelError as exc:
-        return None, exc.code
-    return parse_facts(answer.content, candidates), answer.content[:MAX_ANSWER_CHARS]
+        return None, exc.code, (None, None)
+    return parse_facts(answer.content, candidates), answer.content[:MAX_ANSWER_CHARS], (answer.tokens_in, answer.tokens_out)

@@ -3,7 +3,7 @@ the playground, webhooks, and skills. Support staff read; only admins change any
 
 from django.urls import path
 
-from runtime.views import conversations, overview, playground, skills, truncations, webhooks
+from runtime.views import conversations, model_test, overview, playground, skills, truncations, webhooks
 
 urlpatterns = [
     path("", overview.home, name="home"),
@@ -21,4 +21,5 @@ urlpatterns = [
     path("webhooks/<uuid:pk>/delete/", webhooks.webhook_delete, name="webhook_delete"),
     path("skills/", skills.skills_page, name="skills"),
     path("skills/<uuid:pk>/", skills.skill_page, name="skill"),
+    path("settings/model-test/", model_test.model_test, name="model_test"),
 ]

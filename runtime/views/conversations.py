@@ -28,8 +28,11 @@ MAX_TOOL_CHOICES = 1000
 @tenant_page
 def conversations_page(request):
     form = ConversationFilterForm(request.GET or None)
-    filters = form.cleaned_data if form.is_valid() else {}
-    conversations = reports.conversation_list(**{name: value for name, value in filters.items() if value})
+    if form.is_bound and not form.is_valid():  # the errors are shown with an empty list, not everything (A4)
+        conversations = Conversation.objects.none()
+    else:
+        filters = form.cleaned_data if form.is_bound else {}
+        conversations = reports.conversation_list(**{name: value for name, value in filters.items() if value})
     page = Paginator(conversations, PAGE_SIZE).get_page(request.GET.get("page"))
     labels = dict(Turn.Status.choices)
     for conversation in page:
@@ -39,7 +42,7 @@ def conversations_page(request):
     return render(request, "runtime/conversations.html", {
         "nav": "conversations", "form": form, "page": page, "query": query.urlencode(),
         "channel_names": reports.channel_names(),
-    })
+    }, status=400 if form.errors else 200)
 
 
 @tenant_page

@@ -6,6 +6,7 @@ from rest_framework import serializers
 from asixto.api import StrictModelSerializer, StrictSerializer
 from tenants.models import CHANNELS, LEVELS, MAX_SERVER_QUOTA, ApiKey, ApprovedCommand, Tenant, default_exposure_policy
 from tenants.outbound import endpoint_problem
+from tenants.services import MAX_GRACE_MINUTES
 
 
 class ExposurePolicyField(serializers.DictField):
@@ -48,6 +49,7 @@ class TenantSettingsSerializer(StrictModelSerializer):
             "slug", "name", "agent_instructions", "language",
             "model_base_url", "model_name", "model_api_key", "model_api_key_set",
             "router_base_url", "router_model_name", "router_api_key", "router_api_key_set",
+            "price_in_per_million", "price_out_per_million",
             "iteration_limit", "result_budget", "turn_budget", "public_sources", "search_url", "scenarios", "exposure_policy", "server_quota",
         ]
         read_only_fields = ["slug", "name"]
@@ -88,12 +90,26 @@ class ApiKeySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ApiKey
-        fields = ["id", "name", "scope", "prefix", "created_at", "revoked_at", "is_active"]
+        fields = ["id", "name", "scope", "prefix", "created_at", "revoked_at", "expires_at", "last_used_at", "is_active"]
+        extra_kwargs = {
+            "expires_at": {"help_text": "When the key stops working (401 key_expired); null: never."},
+            "last_used_at": {"help_text": "The last request made with the key, to the minute."},
+        }
 
 
 class ApiKeyCreateSerializer(StrictSerializer):
     name = serializers.CharField(max_length=100)
     scope = serializers.ChoiceField(choices=[ApiKey.Scope.CHANNEL, ApiKey.Scope.ADMIN])
+    expires_at = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="Optional: when the key stops working (in the future)."
+    )
+
+
+class ApiKeyRotateSerializer(StrictSerializer):
+    grace_minutes = serializers.IntegerField(
+        min_value=0, max_value=MAX_GRACE_MINUTES, required=False, default=0,
+        help_text="How long the old key keeps working (0: it is revoked at once).",
+    )
 
 
 class ApiKeyCreatedSerializer(ApiKeySerializer):
@@ -101,6 +117,13 @@ class ApiKeyCreatedSerializer(ApiKeySerializer):
 
     class Meta(ApiKeySerializer.Meta):
         fields = ApiKeySerializer.Meta.fields + ["key"]
+
+
+class ApiKeyRotatedSerializer(ApiKeyCreatedSerializer):
+    previous = ApiKeySerializer(help_text="The rotated key, revoked or expiring at the end of the grace.")
+
+    class Meta(ApiKeyCreatedSerializer.Meta):
+        fields = ApiKeyCreatedSerializer.Meta.fields + ["previous"]
 
 
 class TenantCreateSerializer(StrictSerializer):

@@ -61,6 +61,23 @@ class ApiKeyDetailView(APIView):
         return Response(s.ApiKeySerializer(key).data)
 
 
+class ApiKeyRotateView(APIView):
+    @extend_schema(
+        request=s.ApiKeyRotateSerializer, responses={201: s.ApiKeyRotatedSerializer},
+        description="Replace the key by a new one with the same name, scope and expiry (its secret is shown only in "
+                    "this response). The old key is revoked at once, or keeps working for `grace_minutes`; "
+                    "a webhook of the old key moves to the new one.",
+    )
+    def post(self, request, pk):
+        data = s.ApiKeyRotateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        old = get_object_or_404(tenant_api_keys(request), pk=pk)
+        key, plaintext = services.api_key_rotate(key=old, **data.validated_data)
+        key.key = plaintext
+        key.previous = ApiKey.objects.get(pk=old.pk)
+        return Response(s.ApiKeyRotatedSerializer(key).data, status=status.HTTP_201_CREATED)
+
+
 class OperatorTenantListCreateView(generics.ListAPIView):
     """Operators (public schema): list and create tenants (T5)."""
 

@@ -83,11 +83,15 @@ def test_it_filters_conversations_by_channel_status_and_date(alpha):
 
 
 def test_bad_filters_are_shown_not_a_500(alpha):
-    """A4: a bad date, an unknown status or an inverted range are errors on the page."""
+    """A4: a bad date, an unknown status or an inverted range are errors on the page (400, and no
+    list that would look filtered); a page number out of range or malformed is the nearest page."""
     make_conversation(alpha, status="done")
-    for query in ("since=yesterday", "status=exploded", "since=2026-05-02&until=2026-05-01", "page=99999", "page=abc"):
+    for query in ("since=yesterday", "status=exploded", "since=2026-05-02&until=2026-05-01"):
         response = alpha.dashboard("sam").get(f"/conversations/?{query}")
-        assert response.status_code == 200, query
+        assert response.status_code == 400, query
+        assert 'class="error"' in response.content.decode() and list(response.context["page"]) == [], query
+    for query in ("page=99999", "page=abc"):
+        assert alpha.dashboard("sam").get(f"/conversations/?{query}").status_code == 200, query
 
 
 def test_the_list_is_paginated_and_keeps_the_filters(alpha):

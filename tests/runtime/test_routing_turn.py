@@ -47,11 +47,12 @@ def system_of(request):
 def test_a_routed_turn_shows_the_one_tool_with_the_platforms_instruction(alpha, soporte):
     """R6, R2: the router reads only the conversation (no instructions, no tools) and returns facts;
     the first iteration shows the routed tool alone, with the instruction the platform composed
-    from its verb and schema, and no tool_choice; later iterations are as always."""
+    from its verb and schema, and no tool_choice; later iterations are as always. Issue 20: the
+    router request's tokens are kept on its step."""
     _desk, log = soporte
     model, served = serve_model([
-        say(json.dumps(FACTS)), call(SEARCH, {"consulta": "router"}), say("Hay un router."),
-        say("Sí: el Router WiFi 6 doble banda cuesta $ 189.900."),
+        say(json.dumps(FACTS), usage={"prompt_tokens": 230, "completion_tokens": 40}), call(SEARCH, {"consulta": "router"}),
+        say("Hay un router."), say("Sí: el Router WiFi 6 doble banda cuesta $ 189.900."),
     ])
     with served as url, agent(alpha, f"{url}/v1", agent_instructions="Eres el asistente de Alfa Telecom."):
         turn = run(alpha, post(alpha, "¿Tienen routers disponibles?"))
@@ -70,6 +71,8 @@ def test_a_routed_turn_shows_the_one_tool_with_the_platforms_instruction(alpha, 
         steps = list(TurnStep.objects.filter(turn=turn).order_by("index"))
     assert [s.kind for s in steps] == ["model", "model", "tool", "model", "reply"]
     assert steps[0].response["route"]["tool"] == SEARCH and steps[0].response["routing"]["outcome"] == "routed"
+    assert (steps[0].tokens_in, steps[0].tokens_out) == (230, 40)  # the router's request, issue 20
+    assert "router_tokens" not in steps[0].response["routing"]
     assert steps[2].idempotency_key == f"turn:{turn.pk}:step:3"
 
 

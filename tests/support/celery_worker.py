@@ -29,17 +29,19 @@ def main():
 
     app.conf.broker_transport_options = {"visibility_timeout": float(os.environ.get("TEST_VISIBILITY_TIMEOUT", 3600))}
     app.worker_main(["worker", "--pool", "threads", "--concurrency", os.environ.get("TEST_CONCURRENCY", "4"),
-                     "--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"])
+                     "--loglevel", os.environ.get("TEST_LOGLEVEL", "WARNING"), "--without-gossip", "--without-mingle", "--without-heartbeat"])
 
 
 @contextmanager
-def worker_process(*, visibility_timeout: float = 3600, concurrency: int = 4, **env):
+def worker_process(*, visibility_timeout: float = 3600, concurrency: int = 4, loglevel: str = "WARNING",
+                   stderr=None, **env):
+    """`stderr`: a file for the worker's log (default: the test's own stderr)."""
     environ = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "DATABASE_URL": _database_url(),
                "DB_CONN_MAX_AGE": "0", "TEST_VISIBILITY_TIMEOUT": str(visibility_timeout),
-               "TEST_CONCURRENCY": str(concurrency), **{k: str(v) for k, v in env.items()}}
+               "TEST_CONCURRENCY": str(concurrency), "TEST_LOGLEVEL": loglevel, **{k: str(v) for k, v in env.items()}}
     # The banner goes nowhere; warnings and errors still reach the test's output (stderr).
     process = subprocess.Popen([sys.executable, "-m", "tests.support.celery_worker"], cwd=ROOT, env=environ,
-                               stdout=subprocess.DEVNULL)
+                               stdout=subprocess.DEVNULL, stderr=stderr)
     try:
         yield process
     finally:

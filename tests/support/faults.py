@@ -5,6 +5,7 @@ body is kept, so a test can see exactly what reached the server (ids, `_meta`, a
     peer = FaultyPeer(results=[{"content": [...], "structuredContent": {...}}])
     peer.drop_first = 1        # the first tools/call: headers and half a body, then the socket closes
     peer.delay = 3.0           # answer after 3 s
+    peer.delays = [3.0, 20.0]  # or each tools/call its own wait (the last repeats)
     with serve_asgi(peer.app()) as url: ...   # endpoint at f"{url}/mcp"
     peer.requests              # [{"id": 7, "method": "tools/call", "params": {...}}, ...]
 """
@@ -31,6 +32,7 @@ class FaultyPeer:
         self.headers = headers or {}
         self.drop_first = 0
         self.delay = 0.0
+        self.delays: list[float] = []
         self.requests: list[dict[str, Any]] = []
         self.http_headers: list[dict[str, str]] = []
 
@@ -53,8 +55,9 @@ class FaultyPeer:
                 return
             result = self.results[min(len(self.calls) - 1, len(self.results) - 1)]
             payload = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode()
-            if self.delay:
-                await anyio.sleep(self.delay)
+            delay = self.delays[min(len(self.calls), len(self.delays)) - 1] if self.delays else self.delay
+            if delay:
+                await anyio.sleep(delay)
             headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             if len(self.calls) <= self.drop_first:

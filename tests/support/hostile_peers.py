@@ -8,7 +8,8 @@ endpoint at f"{url}/mcp"). Each keeps the requests it received in `.calls`.
   (U+2028 and other non-ASCII characters unescaped, as a server may legally send them).
 - `LargePeer(total_bytes, event_stream=…, announce_length=…)`: a response of about
   `total_bytes`, produced chunk by chunk so the peer itself holds little memory.
-- `EchoPeer(mode)`: puts the request's headers (auth included) into a 401 JSON-RPC error body
+- `EchoPeer(mode)`: puts the request's headers (auth included) into a 401 JSON-RPC error body (or, mode
+  "business", their bare values into the tool's own error)
   (`"401"`), a 500 plain-text body (`"500"`) or a JSON-RPC error at HTTP 200 (`"rpc"`), the way
   careless servers echo what they got; or (`"garbled"`) in an answer that is not valid JSON-RPC,
   which the SDK logs with a quote of it.
@@ -128,6 +129,14 @@ class EchoPeer(_Peer):
             # Short enough that a quoting library shows it whole (pydantic keeps a value's ends).
             body = {"jsonrpc": "2.0", "id": request["id"], "result": headers.get("authorization", "")}
             await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+            return
+        if self.mode == "business":
+            # A tool's own error (isError) quoting the bare values, with no header name a leak rule knows.
+            bare = " and ".join(value.split()[-1] for name, value in ordered if name in ("authorization", "x-api-key"))
+            await _start(send, 200, b"application/json")
+            result = {"content": [{"type": "text", "text": f"refused, you sent {bare}"}], "isError": True}
+            await send({"type": "http.response.body", "body": json.dumps(
+                {"jsonrpc": "2.0", "id": request["id"], "result": result}).encode()})
             return
         if self.mode == "500":
             await _start(send, 500, b"text/plain")

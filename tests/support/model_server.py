@@ -7,7 +7,8 @@
 
 Each request gets the next move; the last move repeats (a model that repeats a call forever is
 `[call(...)]`). Moves: `say(text)` (prose, may hold a tool call written as text),
-`call(name, arguments)` / `calls(...)` (native tool calls), `status(code, body)` (an HTTP error),
+`call(name, arguments)` / `calls(...)` (native tool calls; each move takes `usage=`, the token
+counts it reports, None for none), `status(code, body)` (an HTTP error),
 `garbage()` (a body that is not JSON), `empty()` (no choice), `slow(move, seconds)`,
 `held(move, gate)` (answers once `gate` — a threading.Event — is set); a callable move gets the
 request body and returns a move (a model that answers what it is asked, for concurrent turns).
@@ -36,30 +37,36 @@ class Move:
     gate: threading.Event | None = None
 
 
-def _completion(message: dict[str, Any], finish_reason: str) -> bytes:
-    return json.dumps({
+USAGE = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+
+
+def _completion(message: dict[str, Any], finish_reason: str, usage: dict | None = USAGE) -> bytes:
+    body = {
         "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": "scripted",
         "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish_reason}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }).encode()
+    }
+    if usage is not None:
+        body["usage"] = usage
+    return json.dumps(body).encode()
 
 
-def say(text: str) -> Move:
-    return Move(body=_completion({"content": text}, "stop"))
+def say(text: str, *, usage: dict | None = USAGE) -> Move:
+    """Prose; `usage` is the answer's token count (None: an answer without `usage`)."""
+    return Move(body=_completion({"content": text}, "stop", usage))
 
 
-def calls(*pairs: tuple[str, dict[str, Any] | str], text: str | None = None) -> Move:
+def calls(*pairs: tuple[str, dict[str, Any] | str], text: str | None = None, usage: dict | None = USAGE) -> Move:
     """Native tool calls; an argument given as a string is sent as it is (malformed JSON included)."""
     tool_calls = [
         {"id": f"call_{n}", "type": "function",
          "function": {"name": name, "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments)}}
         for n, (name, arguments) in enumerate(pairs)
     ]
-    return Move(body=_completion({"content": text, "tool_calls": tool_calls}, "tool_calls"))
+    return Move(body=_completion({"content": text, "tool_calls": tool_calls}, "tool_calls", usage))
 
 
-def call(name: str, arguments: dict[str, Any] | str, text: str | None = None) -> Move:
-    return calls((name, arguments), text=text)
+def call(name: str, arguments: dict[str, Any] | str, text: str | None = None, usage: dict | None = USAGE) -> Move:
+    return calls((name, arguments), text=text, usage=usage)
 
 
 def status(code: int, body: str = '{"error": {"message": "internal error"}}') -> Move:

@@ -4,6 +4,8 @@ hour, so nothing is stored unless something flushes.
 
     python tests/support/records_exit.py SCHEMA COUNT normal        # returns from main: atexit runs
     python tests/support/records_exit.py SCHEMA COUNT worker-child  # leaves like a Celery prefork child
+    python tests/support/records_exit.py SCHEMA COUNT outage        # flushes when told on stdin, then
+                                                                    # prints whether the flush ended in time
 
 Needs DJANGO_SETTINGS_MODULE and DATABASE_URL (the test database) in the environment. Prints
 the record ids as JSON on stdout."""
@@ -33,6 +35,9 @@ def main():
             for n in range(count)
         ]
     print(json.dumps(ids), flush=True)
+    if mode == "outage":
+        sys.stdin.readline()  # the test has taken the database away: store them now
+        print("stored" if records.flush(timeout=600) else "not stored", flush=True)
     if mode == "worker-child":
         from celery.concurrency.prefork import process_destructor
 

@@ -45,14 +45,35 @@ def _database_url() -> str:
 
 
 @contextmanager
-def wsgi_server(*, threads: int = 8, startup_timeout: float = 60.0, database_url: str | None = None):
+def wsgi_server(*, threads: int = 8, startup_timeout: float = 60.0, database_url: str | None = None,
+                redis_url: str | None = None, project_config: bool = False, log_level: str = "warning",
+                output=None, **extra_env):
+    """`redis_url`: another Redis for the server (its database number is the tests' all the same);
+    `project_config`: with bin/gunicorn.conf.py under the arguments given here; `output`: a file
+    for the server's stdout and stderr; `extra_env`: more environment variables."""
+    with gunicorn_server(threads=threads, startup_timeout=startup_timeout, database_url=database_url,
+                         redis_url=redis_url, config=project_config, log_level=log_level, output=output,
+                         env=extra_env) as (url, _process):
+        yield url
+
+
+@contextmanager
+def gunicorn_server(*, threads: int = 8, workers: int = 1, startup_timeout: float = 60.0, database_url: str | None = None,
+                    redis_url: str | None = None, config: bool = False, log_level: str = "warning", output=None,
+                    env: dict | None = None):
+    """gunicorn as a child process: yields its URL and the master's process. With `config`, the
+    project's bin/gunicorn.conf.py (its hooks) under the options given here; `env` adds variables."""
     port = _free_port()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "DATABASE_URL": database_url or _database_url(),
-           "DB_CONN_MAX_AGE": "0", "DB_POOL_TIMEOUT": "5"}  # as bin/gunicorn.conf.py sets it for the web
+           "DB_CONN_MAX_AGE": "0", "DB_POOL_TIMEOUT": "5",  # as bin/gunicorn.conf.py sets it for the web
+           "PORT": str(port), **(env or {})}  # PORT: the config's control socket, one per server
+    if redis_url:
+        env["REDIS_URL"] = redis_url
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "asixto.wsgi:application", "--worker-class", "gthread", "--workers", "1",
-         "--threads", str(threads), "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "--timeout", "120"],
-        cwd=ROOT, env=env,
+        [sys.executable, "-m", "gunicorn", *(["-c", "bin/gunicorn.conf.py"] if config else []), "asixto.wsgi:application",
+         "--worker-class", "gthread", "--workers", str(workers), "--threads", str(threads),
+         "--bind", f"127.0.0.1:{port}", "--log-level", log_level, "--timeout", "120"],
+        cwd=ROOT, env=env, stdout=output, stderr=output,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -67,7 +88,7 @@ def wsgi_server(*, threads: int = 8, startup_timeout: float = 60.0, database_url
                 if time.monotonic() > deadline:
                     raise RuntimeError("gunicorn did not start") from None
                 time.sleep(0.1)
-        yield url
+        yield url, process
     finally:
         process.terminate()
         try:

@@ -17,6 +17,7 @@ import pytest
 from django.db import connection
 
 from asixto.celery import app
+from tests.support.tcp_proxy import TcpProxy
 from tools.models import ToolCall
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,6 +51,39 @@ def test_it_stores_pending_records_when_the_process_ends(committed_world, django
         ids = json.loads(done.stdout.strip().splitlines()[-1])
         assert len(ids) == 5
         assert stored_ids(committed_world, ids) == set(ids)
+
+
+def test_records_made_during_a_database_outage_are_stored_when_it_returns(committed_world, django_db_blocker):
+    """G9, issue 19: the writer's database goes away (connections cut, new ones refused) while records
+    wait in its queue; the flush finds no database, the records are kept, and once the database answers
+    again every one of them is stored (before, two failed tries dropped the batch)."""
+    settings = connection.settings_dict
+    with TcpProxy(int(settings["PORT"] or 5432), settings["HOST"] or "127.0.0.1") as proxy, django_db_blocker.unblock():
+        environment = {**child_environment(), "DB_POOL_TIMEOUT": "2",
+                       "DATABASE_URL": f"postgres://{settings['USER']}@127.0.0.1:{proxy.port}/{settings['NAME']}"}
+        child = subprocess.Popen(
+            [sys.executable, str(ROOT / "tests" / "support" / "records_exit.py"), committed_world.tenant.schema_name, "5",
+             "outage"], env=environment, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            ids = json.loads(child.stdout.readline())
+            proxy.down()
+            child.stdin.write("flush\n")
+            child.stdin.flush()
+            said = []
+            for line in child.stderr:  # the writer says so when it finds no database (or drops the records)
+                said.append(line)
+                if "cannot be reached" in line or "could not store" in line:
+                    break
+            assert any("cannot be reached" in line for line in said), "".join(said)
+            proxy.up()
+            assert child.stdout.readline().strip() == "stored"
+            assert child.wait(CEILING) == 0
+        finally:
+            child.kill()
+            child.wait()
+    assert len(ids) == 5 and stored_ids(committed_world, ids) == set(ids)
 
 
 def wait_until(condition, what):

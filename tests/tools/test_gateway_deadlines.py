@@ -13,7 +13,7 @@ import pytest
 from django.db import connection
 
 from tenants.models import ApprovedCommand
-from tests.support.faults import MODERN_DISCOVER
+from tests.support.faults import MODERN_DISCOVER, FaultyPeer
 from tests.support.hostile_peers import HeaderTricklingPeer, TricklingPeer
 from tests.support.mcp_apps import sse_app, streamable_app
 from tests.support.mcp_servers import serve_asgi
@@ -69,6 +69,21 @@ def test_it_ends_a_direct_call_whose_server_trickles_its_header_bytes_at_the_dea
         assert not trickle.finished.is_set()
     assert_timed_out(alpha, outcome)
     assert trickle.requests == 1
+
+
+def test_a_retry_gets_only_what_is_left_of_the_calls_deadline(alpha):
+    """G3: the deadline is the call's, not each attempt's. The first attempt is dropped after half the
+    deadline, the retry's server never answers: the retry is cut at the call's deadline, so it lasts less
+    than the first attempt (with a deadline of its own it would last the whole deadline, twice as long)."""
+    deadline = 6.0
+    peer = FaultyPeer()
+    peer.drop_first, peer.delays = 1, [deadline / 2, 4 * deadline]
+    with serve_asgi(peer.app()) as url:
+        certified_tool(alpha, url, timeout=deadline)
+        outcome = call(alpha)
+    assert (outcome.outcome, outcome.attempts, len(peer.calls)) == ("timeout", 2, 2), (outcome.outcome, outcome.error)
+    first, retry = outcome.attempt_ms
+    assert first >= deadline / 2 * 1000 and retry < first, outcome.attempt_ms
 
 
 def test_it_ends_a_call_through_the_sdks_streamable_http_at_the_deadline(alpha):

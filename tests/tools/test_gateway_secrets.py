@@ -20,8 +20,9 @@ API_KEY = "key-Hx4cW9bT6yJ1eD3f"
 HEADERS = {"Authorization": f"Bearer {TOKEN}", "X-Api-Key": API_KEY}
 
 
-@pytest.mark.parametrize("mode", ["401", "500", "rpc", "garbled"])
-@pytest.mark.parametrize("path", ["direct", "sdk"])
+# A tool's own error needs a server the SDK's session can initialise: the direct path's is enough for it.
+@pytest.mark.parametrize(("path", "mode"), [(path, mode) for path in ("direct", "sdk") for mode in ("401", "500", "rpc", "garbled")]
+                         + [("direct", "business")])
 def test_it_never_stores_shows_or_logs_a_secret_the_server_echoes(alpha, caplog, path, mode):
     """T7, G9: the echo reaches us (the server did get the headers), and the secret is nowhere:
     not in the ToolCall row, the invoke answer, the record over the API, the call page, the logs."""
@@ -35,7 +36,7 @@ def test_it_never_stores_shows_or_logs_a_secret_the_server_echoes(alpha, caplog,
         )
     assert invoked.status_code == 200 and peer.calls
     body = invoked.json()
-    assert body["outcome"] in ("http_error", "protocol_error")
+    assert body["outcome"] in (("business_error", "invalid_output") if mode == "business" else ("http_error", "protocol_error"))
     record_over_api = alpha.api().get(f"/api/v1/tool-calls/{body['record_id']}")
     page = alpha.dashboard("sam").get(f"/calls/{body['record_id']}/")
     with alpha.schema():
@@ -49,9 +50,25 @@ def test_it_never_stores_shows_or_logs_a_secret_the_server_echoes(alpha, caplog,
     }
     for where, text in seen.items():
         assert TOKEN not in text and API_KEY not in text, f"a secret in the {where}"
-    if mode in ("401", "rpc"):
+    if mode in ("401", "rpc", "business"):
         # The server's own words are kept (they help the admin), with the secrets blanked.
         assert "[redacted]" in row["error"] and "refused" in row["error"]
+
+
+def test_a_failure_is_blanked_again_whatever_produced_its_params():
+    """T7: the second layer. However a failure's params were produced (a transport that forgot to blank
+    what it quotes), the outcome's params and its English text carry no secret."""
+    from tools.gateway.call import CallOutcome, _failed
+
+    class Shown:
+        prefixed_name = "desk__lookup"
+
+    secrets = [f"Bearer {TOKEN}", TOKEN, API_KEY]
+    params = {"said": f"refused {TOKEN}", "detail": {"stderr": f"key {API_KEY}"}, "status": 401}
+    outcome = _failed(CallOutcome("", ""), ToolCall.Outcome.HTTP_ERROR, "http_status", params, secrets, Shown())
+    text = json.dumps(outcome.error_params) + outcome.error + outcome.model_text
+    assert TOKEN not in text and API_KEY not in text
+    assert outcome.error_params["said"] == "refused [redacted]" and outcome.error_params["status"] == 401
 
 
 def test_the_secrets_blanked_are_the_servers_current_ones_and_each_tenants_own(alpha, beta):

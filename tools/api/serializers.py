@@ -218,3 +218,56 @@ class ToolCallFilterSerializer(serializers.Serializer):
     outcome = serializers.ChoiceField(choices=ToolCall.Outcome.choices, required=False)
     turn = serializers.UUIDField(required=False, source="turn_id")
     violations = serializers.BooleanField(required=False, source="violations_only")
+
+
+class ToolStatsSerializer(serializers.Serializer):
+    """Per-tool figures over a period (issue 20), from the gateway's call records."""
+
+    tool = serializers.UUIDField()
+    since = serializers.DateTimeField()
+    until = serializers.DateTimeField()
+    calls = serializers.IntegerField()
+    failures = serializers.IntegerField(help_text="Calls that failed (timeouts, connection or protocol errors, invalid output…); "
+                                                  "a business error is an answer, not a failure.")
+    failure_rate = serializers.FloatField(allow_null=True, help_text="failures / calls; null without calls.")
+    p50_ms = serializers.FloatField(allow_null=True, help_text="Median call duration; null without calls.")
+    p95_ms = serializers.FloatField(allow_null=True, help_text="95th percentile call duration; null without calls.")
+    last_failure_at = serializers.DateTimeField(allow_null=True, help_text="The period's last failed call.")
+
+
+class ResourceSerializer(serializers.Serializer):
+    uri = serializers.CharField(allow_null=True)
+    name = serializers.CharField(allow_null=True)
+    title = serializers.CharField(allow_null=True)
+    description = serializers.CharField(allow_null=True)
+    mimeType = serializers.CharField(allow_null=True)  # noqa: N815 (the protocol's name)
+    size = serializers.IntegerField(allow_null=True)
+
+
+class PromptArgumentSerializer(serializers.Serializer):
+    name = serializers.CharField(allow_null=True)
+    description = serializers.CharField(allow_null=True)
+    required = serializers.BooleanField()
+
+
+class PromptSerializer(serializers.Serializer):
+    name = serializers.CharField(allow_null=True)
+    title = serializers.CharField(allow_null=True)
+    description = serializers.CharField(allow_null=True)
+    arguments = PromptArgumentSerializer(many=True)
+
+
+class ServerResourcesSerializer(serializers.Serializer):
+    """The server's `resources/list`, read now (issue 20); empty when it offers none."""
+
+    server = serializers.UUIDField()
+    resources = ResourceSerializer(many=True)
+    truncated = serializers.BooleanField(help_text="The server lists more than the 500 shown.")
+
+
+class ServerPromptsSerializer(serializers.Serializer):
+    """The server's `prompts/list`, read now (issue 20); empty when it offers none."""
+
+    server = serializers.UUIDField()
+    prompts = PromptSerializer(many=True)
+    truncated = serializers.BooleanField(help_text="The server lists more than the 500 shown.")

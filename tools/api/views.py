@@ -9,11 +9,15 @@ from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from tools import overlays, routing_examples, selectors, services
+from asixto.api import PeriodSerializer
+from asixto.errors import ApplicationError
+from tools import mcp, overlays, routing_examples, selectors, services
 from tools.api import serializers as s
 from tools.gateway import CallContext, call_tool, flush_records
 from tools.models import ToolCall
+from tools.offerings import server_offerings
 from tools.server_quota import server_register
+from tools.stats import ToolStats, tool_stats
 
 
 class ServerListCreateView(generics.ListAPIView):
@@ -57,6 +61,37 @@ class ServerSyncView(APIView):
         return Response(s.ServerSerializer(server).data, status=status.HTTP_202_ACCEPTED)
 
 
+class _ServerOfferingsView(APIView):
+    """What the server lists now besides tools (issue 20), read-only. A server failure is a 502
+    whose code is the connection layer's (`connect_refused`, `timeout`, `http_status`, …)."""
+
+    kind = ""
+
+    def get(self, request, pk):
+        server = get_object_or_404(selectors.servers(), pk=pk)
+        try:
+            offered = server_offerings(server=server, kind=self.kind)
+        except mcp.McpError as exc:
+            raise ApplicationError(exc.message, code=exc.code, status_code=status.HTTP_502_BAD_GATEWAY) from exc
+        return Response({"server": server.pk, self.kind: offered.items, "truncated": offered.truncated})
+
+
+class ServerResourcesView(_ServerOfferingsView):
+    kind = "resources"
+
+    @extend_schema(responses=s.ServerResourcesSerializer, description="The server's resources/list, read now.")
+    def get(self, request, pk):
+        return super().get(request, pk)
+
+
+class ServerPromptsView(_ServerOfferingsView):
+    kind = "prompts"
+
+    @extend_schema(responses=s.ServerPromptsSerializer, description="The server's prompts/list, read now.")
+    def get(self, request, pk):
+        return super().get(request, pk)
+
+
 class CatalogVersionListView(generics.ListAPIView):
     serializer_class = s.CatalogVersionSerializer
 
@@ -96,6 +131,23 @@ class ToolDetailView(APIView):
         if "sample_arguments" in data.validated_data:
             services.tool_set_sample_arguments(tool=tool, sample_arguments=data.validated_data["sample_arguments"])
         return Response(s.ToolDetailSerializer(get_object_or_404(selectors.tools(), pk=pk)).data)
+
+
+class ToolStatsView(APIView):
+    """Per-tool figures (issue 20): calls, failures, failure rate, p50/p95 latency, last failure."""
+
+    @extend_schema(parameters=[PeriodSerializer], responses=s.ToolStatsSerializer,
+                   description="Figures of the tool's calls started in [since, until) (default: the last 30 days).")
+    def get(self, request, pk):
+        tool = get_object_or_404(selectors.tools(include_removed=True), pk=pk)
+        params = PeriodSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        period = params.validated_data
+        stats = tool_stats(tool_ids=[tool.pk], **period).get(tool.pk, ToolStats())
+        return Response(s.ToolStatsSerializer({
+            "tool": tool.pk, **period, "calls": stats.calls, "failures": stats.failures, "failure_rate": stats.failure_rate,
+            "p50_ms": stats.p50_ms, "p95_ms": stats.p95_ms, "last_failure_at": stats.last_failure_at,
+        }).data)
 
 
 class ToolProbeView(APIView):

@@ -29,6 +29,7 @@ from django.db import connection
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
+from asixto import metrics
 from asixto.json_input import JsonInputError, check_json
 from tenants.selectors import current_tenant
 from tools import mcp
@@ -147,6 +148,8 @@ def call_tool(*, arguments: dict, context: CallContext, name: str | None = None,
         outcome = _call(tool, shown_name, arguments, context, tenant)
     outcome.duration_ms = (time.perf_counter() - started) * 1000
     outcome.record_id = _record(tool, shown_name, arguments, context, outcome, started_at)
+    metrics.tool_call(server=tool.server.slug if tool else None, level=tool.level if tool else None,
+                      outcome=str(outcome.outcome), seconds=outcome.duration_ms / 1000, attempts=outcome.attempts)
     return outcome
 
 

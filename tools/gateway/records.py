@@ -10,7 +10,9 @@ Every record is made storable before it is written: NUL characters and lone surr
 PostgreSQL's text and jsonb refuse) become U+FFFD, strings are cut to their column's size,
 JSON that cannot be encoded as it is (NaN, nesting too deep, foreign objects) is rewritten,
 numbers outside their column's range are dropped. If a batch still fails, its records are
-stored one by one, so one bad record never costs its neighbours.
+stored one by one, so one bad record never costs its neighbours. While the database cannot be
+reached at all, the batch is kept and tried again (waits growing to OUTAGE_MAX_WAIT_SECONDS)
+until it answers: an outage delays records, it does not lose them (issue 19).
 
 `flush()` stores what is pending at once (no batch window) and returns when it is stored: the
 test console, the end of a Celery task and process exit call it. A Celery prefork child exits
@@ -25,6 +27,7 @@ import math
 import os
 import queue
 import threading
+import time
 import uuid
 import weakref
 
@@ -43,6 +46,8 @@ MAX_JSON_CHARS = 64000  # arguments beyond this keep their start only
 MAX_JSON_DEPTH = 64
 FLUSH_WAIT_SECONDS = 60.0
 IDLE_SECONDS = 5.0  # the writer keeps its database connection this long after the last record
+# While the database cannot be reached, the writer waits this long between tries, doubling from the first.
+OUTAGE_FIRST_WAIT_SECONDS, OUTAGE_MAX_WAIT_SECONDS = 0.5, 5.0
 
 
 class _Flush:
@@ -165,17 +170,31 @@ def _take(item, batch, markers) -> bool:
 
 
 def _store(batch):
-    """All records of the batch in one transaction; if that fails, each record on its own."""
+    """All records of the batch in one transaction; if that fails, each record on its own; while the
+    database cannot be reached, the batch waits for it."""
     rows = []
     for schema, record in batch:
         try:
             rows.append((schema, storable_row(record)))
         except Exception:  # a bug in the cleaning must not cost the other records
             log.exception("could not prepare a call record of schema %s", schema)
-    for attempt in (1, 2):
+    while True:
+        failure = _insert_failure(rows)
+        if failure is None:
+            return
+        if not isinstance(failure, (OperationalError, InterfaceError)) or _reachable():
+            break
+        _wait_for_the_database(len(rows), failure)
+    log.warning("a batch of %d call records failed (%s); storing them one by one", len(rows), failure)
+    _insert_one_by_one(rows)
+
+
+def _insert_failure(rows) -> Exception | None:
+    """Inserts the batch (twice at most); None when stored, else the error of the last try."""
+    for _attempt in (1, 2):
         try:
             _insert(rows)
-            return
+            return None
         except (OperationalError, InterfaceError) as exc:
             # A dropped database connection: start a fresh one and try once more.
             connection.close()
@@ -185,8 +204,28 @@ def _store(batch):
             if not _forget_prepared():
                 break
             # The session may have lost a statement prepared on it: once more, preparing afresh.
-    log.warning("a batch of %d call records failed (%s); storing them one by one", len(rows), failure)
-    _insert_one_by_one(rows)
+    return failure
+
+
+def _reachable() -> bool:
+    """Whether a fresh connection to the database can be had (False: an outage, not a bad record)."""
+    try:
+        connection.ensure_connection()
+        return True
+    except (OperationalError, InterfaceError):
+        connection.close()
+        return False
+
+
+def _wait_for_the_database(count: int, failure: Exception):
+    """Until the database answers again. Calls never wait for this thread (their records queue up
+    meanwhile); a flush waits at most its own timeout."""
+    log.error("the database cannot be reached (%s): %d call records kept until it answers", failure, count)
+    wait = OUTAGE_FIRST_WAIT_SECONDS
+    while not _reachable():
+        time.sleep(wait)
+        wait = min(wait * 2, OUTAGE_MAX_WAIT_SECONDS)
+    log.warning("the database answers again: storing the %d call records kept during the outage", count)
 
 
 def _insert(rows):

@@ -9,7 +9,7 @@ language). Each call opens and closes its own connection or child, within the ta
 except the gateway's stdio calls, which reuse a live session per server (stdio_pool.py).
 
     target.py         ServerTarget, ProbeResult
-    operations.py     probe, list_tools, call_tool (sync) and their async forms
+    operations.py     probe, list_tools, list_offered, call_tool (sync) and their async forms
     connection.py     transport + negotiation + error translation
     http.py           streamable HTTP and SSE, with the real HTTP status kept and bytes bounded
     stdio.py          the child process: explicit env, private cwd, drained stderr, always reaped
@@ -25,6 +25,7 @@ from tools.mcp.errors import McpError
 from tools.mcp.operations import (
     call_tool,
     call_tool_async,
+    list_offered,
     list_tools,
     list_tools_async,
     probe,
@@ -38,6 +39,7 @@ __all__ = [
     "call_tool_async",
     "ProbeResult",
     "ServerTarget",
+    "list_offered",
     "list_tools",
     "list_tools_async",
     "probe",

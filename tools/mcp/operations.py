@@ -1,4 +1,5 @@
-"""The two things the catalog needs from a server: `probe` it and `list_tools`.
+"""The two things the catalog needs from a server: `probe` it and `list_tools`; and, read-only,
+what else it offers (`list_offered`: its resources and prompts, issue 20).
 
 Each has an async form (`probe_async`, `list_tools_async`) and a sync wrapper for Django
 services and Celery tasks; the sync form runs its own event loop, so it must not be called
@@ -13,6 +14,8 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
+from mcp_types import METHOD_NOT_FOUND
 from pydantic import TypeAdapter
 
 from tools.mcp.connection import Exchange, run_operation
@@ -21,6 +24,11 @@ from tools.mcp.target import ProbeResult, ServerTarget
 
 # A catalog this long is a misbehaving paginator, not a real server.
 MAX_PAGES = 1000
+
+# The requests of the listings, by the result's key: tools (the catalog), and what a server
+# offers besides (issue 20), read-only.
+LISTS = {"tools": types.ListToolsRequest, "resources": types.ListResourcesRequest, "prompts": types.ListPromptsRequest}
+OFFERED = ("resources", "prompts")
 
 # The result exactly as received (after the SDK's schema check of that revision's result
 # shape): tools keep every key and the server's order, nothing is re-serialised from models.
@@ -58,19 +66,50 @@ async def list_tools_async(target: ServerTarget, *, limit: int | None = None) ->
     return await run_operation(target, partial(_list_all_pages, limit=limit))
 
 
-async def _list_all_pages(session: ClientSession, exchange: Exchange, *, limit: int | None = None) -> list[dict[str, Any]]:
+def list_offered(target: ServerTarget, kind: str, *, limit: int | None = None) -> list[dict[str, Any]]:
+    """What the server offers besides tools (issue 20): every item of `resources/list` or
+    `prompts/list` (`kind`: "resources" or "prompts"), in its order, as the wire-form dicts it
+    sent, with the same transports, outbound policy, deadline and byte bounds as `list_tools`
+    (and the same `limit` behaviour). A server that does not offer them (no such capability, or
+    "method not found") lists nothing: []."""
+    return anyio.run(partial(list_offered_async, target, kind, limit=limit))
+
+
+async def list_offered_async(target: ServerTarget, kind: str, *, limit: int | None = None) -> list[dict[str, Any]]:
+    if kind not in OFFERED:
+        raise ValueError(f"not a listing: {kind}")
+
+    async def read(session: ClientSession, exchange: Exchange) -> list[dict[str, Any]]:
+        capabilities = session.server_capabilities
+        if capabilities is not None and getattr(capabilities, kind, None) is None:
+            return []  # declared at negotiation: the server offers none
+        try:
+            return await _list_all_pages(session, exchange, kind=kind, limit=limit)
+        except MCPError as exc:
+            if exc.code == METHOD_NOT_FOUND:
+                return []
+            raise
+
+    return await run_operation(target, read)
+
+
+async def _list_all_pages(session: ClientSession, exchange: Exchange, *, kind: str = "tools",
+                          limit: int | None = None) -> list[dict[str, Any]]:
     tools: list[dict[str, Any]] = []
     cursor: str | None = None
     seen_cursors: set[str] = set()
     for page in range(1, MAX_PAGES + 1):
-        exchange.method = "tools/list" if page == 1 else f"tools/list (page {page})"
+        exchange.method = f"{kind}/list" if page == 1 else f"{kind}/list (page {page})"
         params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-        result = await session.send_request(types.ListToolsRequest(params=params), _RAW_RESULT)
+        result = await session.send_request(LISTS[kind](params=params), _RAW_RESULT)
         result_type = result.get("resultType", "complete")
         if result_type != "complete":
             # SPEC G4 in spirit: the only acceptable answer is a complete one.
             raise McpError("protocol", "result_type", exchange.params(result_type=repr(str(result_type)[:50])))
-        tools.extend(result["tools"])
+        items = result.get(kind)
+        if not isinstance(items, list):
+            raise McpError("protocol", "invalid_result", exchange.params(place=kind, reason="not a list"))
+        tools.extend(items)
         if limit is not None and len(tools) > limit:
             del tools[limit + 1:]
             return tools

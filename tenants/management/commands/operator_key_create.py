@@ -1,6 +1,9 @@
-"""`manage.py operator_key_create NAME`: an API key for the operator API; printed once."""
+"""`manage.py operator_key_create NAME [--expires-days N]`: an API key for the operator API; printed once."""
 
-from django.core.management.base import BaseCommand
+from datetime import timedelta
+
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
 from tenants.models import ApiKey
 from tenants.services import api_key_create
@@ -11,7 +14,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("name")
+        parser.add_argument("--expires-days", type=int, help="The key stops working after this many days (default: never).")
 
-    def handle(self, *args, name, **options):
-        _key, plaintext = api_key_create(tenant=None, name=name, scope=ApiKey.Scope.OPERATOR)
+    def handle(self, *args, name, expires_days=None, **options):
+        if expires_days is not None and expires_days < 1:
+            raise CommandError("--expires-days must be at least 1.")
+        expires_at = timezone.now() + timedelta(days=expires_days) if expires_days else None
+        _key, plaintext = api_key_create(tenant=None, name=name, scope=ApiKey.Scope.OPERATOR, expires_at=expires_at)
         self.stdout.write(plaintext)

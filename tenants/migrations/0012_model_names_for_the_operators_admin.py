@@ -6,7 +6,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tenants', '0009_tenant_fair_share'),
+        ('tenants', '0011_tenant_token_prices'),
     ]
 
     operations = [

@@ -1,0 +1,44 @@
+"""Conversation search (issue 20): one query text matched against the customer reference (a
+phone, an e-mail) and the channel name as case-insensitive text, and against the words of the
+conversation's messages by PostgreSQL full-text search in Spanish and in English, so "facturas"
+finds "factura" and "refunds" finds "refund". The query is parsed by `websearch_to_tsquery`
+(quotes for a phrase, `or`, `-word`) and passed as a parameter: nothing is escaped by hand.
+Each configuration has its GIN expression index (runtime.models.Message)."""
+
+from django.contrib.postgres.search import SearchQuery, SearchVector
+from django.db.models import Q
+from django.utils.translation import gettext as _
+
+from asixto.json_input import unstorable_text
+from runtime.models import SEARCH_CONFIGS, Message
+
+MAX_QUERY_CHARS = 200
+
+
+def query_problem(q: str) -> str | None:
+    """Why `q` cannot be searched (A4), or None."""
+    if len(q) > MAX_QUERY_CHARS:
+        return _("Search for at most %(max)d characters.") % {"max": MAX_QUERY_CHARS}
+    if unstorable_text(q):
+        return _("Text may not contain NUL characters or unpaired surrogates.")
+    return None
+
+
+def matching_messages(q: str):
+    """Messages with the words of `q` in Spanish or in English."""
+    vectors = {f"search_{config}": SearchVector("text", config=config) for config in SEARCH_CONFIGS}
+    matches = Q()
+    for config in SEARCH_CONFIGS:
+        matches |= Q(**{f"search_{config}": SearchQuery(q, config=config, search_type="websearch")})
+    return Message.objects.annotate(**vectors).filter(matches)
+
+
+def conversations_matching(queryset, *, q: str):
+    """`queryset` (of conversations) narrowed to those `q` finds; a blank `q` keeps them all."""
+    q = q.strip()
+    if not q:
+        return queryset
+    return queryset.filter(
+        Q(customer_ref__icontains=q) | Q(channel_name__icontains=q)
+        | Q(pk__in=matching_messages(q).values("conversation_id"))
+    )

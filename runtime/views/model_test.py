@@ -1,0 +1,23 @@
+"""The settings page's "Test connection" button (issue 20): one small request to the model
+endpoint as saved, its outcome shown on the settings page (admins only, T4)."""
+
+from django.contrib import messages
+from django.shortcuts import redirect
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from runtime.model_test import model_connection_test
+from tenants.access import admin_page
+from tenants.models import Tenant
+
+
+@admin_page
+@require_POST
+def model_test(request):
+    result = model_connection_test(tenant=Tenant.objects.get(pk=request.tenant.pk))
+    if result.ok:
+        messages.success(request, result.message)
+    else:
+        messages.error(request, _("Connection test failed (%(code)s): %(message)s %(detail)s") % {
+            "code": result.code, "message": result.message, "detail": result.detail})
+    return redirect("dashboard:settings")
