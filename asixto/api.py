@@ -1,6 +1,7 @@
 """API building blocks shared by every app: the JSON body parser and serializers that reject
 unknown fields (A4)."""
 
+import re
 from datetime import timedelta
 
 from django.utils import timezone
@@ -96,3 +97,30 @@ def schema_doc_excludes():
     from drf_spectacular.plumbing import get_lib_doc_excludes
 
     return [*get_lib_doc_excludes(), StrictMixin]
+
+
+# The SPEC's requirement ids, as docstrings carry them for developers: " (T6, T7)", " (M3, issue 8)",
+# "Call records (G9), newest first".
+_ID = r"(?:[A-Z]{1,2}\d{1,2}(?:[–-][A-Z]{0,2}\d{1,2})?|issue \d+)"
+_REQUIREMENT_IDS = re.compile(rf"\s*\((?:{_ID}(?:[,;]\s*)?)+\)")
+# Ids closing a parenthesis that says something else too: "(`examples`, issue 18)".
+_TRAILING_IDS = re.compile(rf"(?:[,;]\s*{_ID})+(?=\))")
+
+
+def without_requirement_ids(result, generator, request, public):
+    """drf-spectacular postprocessing hook: the API docs are for integrators, so descriptions and
+    summaries lose the requirement ids the docstrings they come from carry (issue 20)."""
+
+    def clean(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("description", "summary") and isinstance(value, str):
+                    node[key] = _TRAILING_IDS.sub("", _REQUIREMENT_IDS.sub("", value))
+                else:
+                    clean(value)
+        elif isinstance(node, list):
+            for value in node:
+                clean(value)
+
+    clean(result)
+    return result

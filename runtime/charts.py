@@ -2,7 +2,7 @@
 library, no external service, works offline (A2).
 
 `stacked_bars` lays out counts per time bucket, one stacked colour per series (a tool), with
-y-axis ticks at round numbers and at most a dozen x-axis labels. Values pass through the
+y-axis ticks at round numbers and at most a dozen x-axis labels, spaced so they never overlap. Values pass through the
 templates' escaping, so a tool name cannot inject markup."""
 
 import math
@@ -12,6 +12,8 @@ from dataclasses import dataclass
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
 OTHERS_COLOUR = "#9aa1ad"
 MAX_X_LABELS = 12
+FONT_SIZE = 11  # svg.chart in app.css
+LABEL_GAP = 6.0
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,9 @@ def stacked_bars(*, labels: list[str], series: dict[str, list[int]], width: int 
                  others_name: str = "") -> Chart:
     """Bars per bucket (`labels`), stacked by series in the given order. The series named
     `others_name` (if any) is drawn grey."""
-    left, top, right, bottom_margin = 44.0, 12.0, 12.0, 28.0
+    widest = max((label_width(label) for label in labels), default=0.0)
+    # Room for half a label beyond the first and last bars' middles, so no label leaves the viewBox.
+    left, top, right, bottom_margin = max(44.0, widest / 2), 12.0, max(12.0, widest / 2), 28.0
     bottom = height - bottom_margin
     plot_width, plot_height = width - left - right, bottom - top
     buckets = len(labels)
@@ -86,7 +90,8 @@ def stacked_bars(*, labels: list[str], series: dict[str, list[int]], width: int 
                               f"{label} · {name}: {count}"))
     y_ticks = [Tick(round(bottom - plot_height * value / top_value, 1), str(value))
                for value in _tick_values(top_value)]
-    every = max(1, math.ceil(buckets / MAX_X_LABELS))
+    # Every k-th label: at most a dozen, and each at least one label's width plus a gap apart.
+    every = max(1, math.ceil(buckets / MAX_X_LABELS), math.ceil((widest + LABEL_GAP) / slot) if slot else 1)
     x_ticks = [Tick(round(left + i * slot + slot / 2, 1), label) for i, label in enumerate(labels) if i % every == 0]
     return Chart(width=width, height=height, left=left, top=top, bottom=bottom, right=width - right, rects=rects,
                  x_ticks=x_ticks, y_ticks=y_ticks, legend=[(colours[name], name) for name in series],
@@ -99,3 +104,9 @@ def _tick_values(top_value: int) -> list[int]:
         return list(range(0, top_value + 1))
     step = top_value // 4 if top_value % 4 == 0 else top_value // 5 if top_value % 5 == 0 else top_value // 2
     return list(range(0, top_value + 1, max(1, step)))
+
+
+def label_width(label: str) -> float:
+    """A generous estimate of a label's drawn width, in viewBox units: the chart's font is 11
+    units (app.css), and a character of the dashboard's sans-serif averages under 0.62 em."""
+    return len(label) * FONT_SIZE * 0.62

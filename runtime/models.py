@@ -11,6 +11,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from runtime.turn_errors import SELF_EXPLAINED, turn_error_text
 from tenants.crypto import EncryptedTextField
 
 # PostgreSQL text-search configurations of the conversation search (issue 20).
@@ -119,6 +120,16 @@ class Turn(models.Model):
     @property
     def is_finished(self):
         return self.status in (self.Status.DONE, self.Status.FAILED)
+
+    @property
+    def error_text(self) -> str:
+        """Why the turn failed, in the active language ("" when unknown or none)."""
+        return turn_error_text(self.error_code)
+
+    @property
+    def error_detail_shown(self) -> str:
+        """The technical detail, unless the error's sentence already says everything."""
+        return "" if self.error_code in SELF_EXPLAINED else self.error_detail
 
 
 class TurnStep(models.Model):

@@ -1,12 +1,13 @@
 """Reads of the runtime. Every query runs in the current tenant's schema (T1)."""
 
-from django.db.models import F, Prefetch
+from django.db.models import Prefetch
 
 from runtime.models import Conversation, Message, TruncationLog, Turn, TurnEvent
 from runtime.reply import Line
 from runtime.search import conversations_matching
 from tenants.selectors import current_tenant
 from tools.catalog_cache import cached
+from tools.selectors import agent_ready_tools
 from tools.models import Tool, ToolCall
 
 HISTORY_MESSAGES = 40
@@ -20,14 +21,7 @@ def offered_tools(*, channel: str) -> list[Tool]:
     tenant = current_tenant()
 
     def load():
-        return list(
-            Tool.objects.select_related("server")
-            .filter(
-                removed_in__isnull=True, enabled=True, server__enabled=True,
-                certification=Tool.Certification.CERTIFIED, certified_hash=F("definition_hash"),
-            )
-            .order_by("server__slug", "position")
-        )
+        return list(agent_ready_tools().select_related("server").order_by("server__slug", "position"))
 
     # Read once per catalog generation and process (tools/catalog_cache.py), not once per turn (P4).
     return [tool for tool in cached(("offered-tools",), load) if tenant.allows_level(channel, tool.level)]

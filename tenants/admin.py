@@ -5,12 +5,18 @@ from django import forms
 from django.contrib import admin, messages
 from django.db import connection, models
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django_tenants.admin import TenantAdminMixin
 
 from asixto.errors import ApplicationError
 from asixto.json_input import StorableJSONFormField
 from tenants import services
 from tenants.models import ApiKey, ApprovedCommand, ApprovedPrivateHost, Domain, Tenant
+
+# The operators' admin is Asixto's, in the reader's language (LocaleMiddleware), not "Django administration".
+admin.site.site_header = gettext_lazy("Asixto · platform operators")
+admin.site.site_title = "Asixto"
+admin.site.index_title = gettext_lazy("Platform administration")
 
 
 class PublicOnlyAdmin(admin.ModelAdmin):

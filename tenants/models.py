@@ -108,6 +108,8 @@ class Tenant(TenantMixin):
     auto_drop_schema = False
 
     class Meta:
+        verbose_name = _("tenant")
+        verbose_name_plural = _("tenants")
         ordering = ["slug"]
 
     def create_schema(self, check_if_exists=False, sync_schema=True, verbosity=1):
@@ -142,7 +144,9 @@ class Tenant(TenantMixin):
 
 
 class Domain(DomainMixin):
-    pass
+    class Meta:
+        verbose_name = _("domain")
+        verbose_name_plural = _("domains")
 
 
 # asx_<12 hex>_<token_urlsafe(32)>; the secret part is 43 characters today, allowed some room.
@@ -184,6 +188,8 @@ class ApiKey(models.Model):
     objects = ApiKeyQuerySet.as_manager()
 
     class Meta:
+        verbose_name = _("API key")
+        verbose_name_plural = _("API keys")
         ordering = ["-created_at"]
         constraints = [
             models.CheckConstraint(
@@ -254,6 +260,8 @@ class ApprovedCommand(models.Model):
     enabled = models.BooleanField(_("enabled"), default=True)
 
     class Meta:
+        verbose_name = _("approved command")
+        verbose_name_plural = _("approved commands")
         ordering = ["slug"]
 
     def __str__(self):
@@ -328,6 +336,7 @@ class ApprovedPrivateHost(models.Model):
     class Meta:
         ordering = ["host"]
         verbose_name = _("approved private host")
+        verbose_name_plural = _("approved private hosts")
         constraints = [
             models.UniqueConstraint(fields=["tenant", "host"], name="approvedprivatehost_once", nulls_distinct=False),
         ]

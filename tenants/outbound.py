@@ -28,6 +28,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import shlex
 import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -106,10 +107,29 @@ class LookupTimedOut(OutboundRefused):
     kind = "dns_timeout"
 
 
-def refused_host(host: str) -> OutboundRefused:
-    """The one refusal for a host that is not public (or does not resolve): it says neither."""
+def refused_host(host: str, *, scheme: str = "https", port: int | None = None, tenant_slug: str = "",
+                 purpose: str = "") -> OutboundRefused:
+    """The one refusal for a host that is not public (or does not resolve): it says neither. For a
+    tenant it names the exact command an operator runs to approve what was asked for."""
+    if not tenant_slug:
+        return refusal(gettext_noop("The platform does not connect to %(host)s: it does not resolve to a public address. "
+                                    "A private host needs the platform operator's approval."), host=host)
     return refusal(gettext_noop("The platform does not connect to %(host)s: it does not resolve to a public address. "
-                                "A private host needs the platform operator's approval."), host=host)
+                                "A private host needs the platform operator's approval: the operator runs "
+                                "%(command)s (README, “Approving a private host”)."),
+                   host=host, command=approve_command(host, scheme=scheme, port=port, tenant_slug=tenant_slug, purpose=purpose))
+
+
+def approve_command(host: str, *, scheme: str, port: int | None, tenant_slug: str, purpose: str) -> str:
+    """The `./manage private_host_approve` line that approves `scheme://host:port` for one
+    tenant and purpose (tenants/management/commands/private_host_approve.py)."""
+    words = ["./manage", "private_host_approve", normalise_host(host), "--tenant", tenant_slug,
+             "--port", str(port or (443 if scheme == "https" else 80))]
+    if purpose:
+        words += ["--for", purpose]
+    if scheme != "https":
+        words.append("--allow-http")
+    return shlex.join(words)
 
 
 def refused_http() -> OutboundRefused:
@@ -232,6 +252,8 @@ class OutboundPolicy:
 
     allow_private: bool = False
     approvals: tuple[Approval, ...] = ()
+    tenant_slug: str = ""  # whose rules these are, and what for: named in a refusal's command line
+    purpose: str = ""
 
     def vet(self, *, scheme: str, host: str, addresses: Sequence[Address], port: int | None = None) -> None:
         """Raise OutboundRefused unless `scheme://host:port` resolving to `addresses` may be reached."""
@@ -240,11 +262,11 @@ class OutboundPolicy:
                 raise refusal(gettext_noop("The host %(host)s does not resolve."), host=host)
             return
         if not addresses:
-            raise refused_host(host)
+            raise refused_host(host)  # nothing to approve: the name does not resolve (said as for a private one)
         private = [address for address in addresses if not is_public(address)]
         for address in private:
             if not any(approval.covers(host, address, port) for approval in self.approvals):
-                raise refused_host(host)
+                raise refused_host(host, scheme=scheme, port=port, tenant_slug=self.tenant_slug, purpose=self.purpose)
         if scheme != "https":
             # Plain http only where nothing is public and every address was approved for it.
             if len(private) != len(addresses) or not all(
@@ -272,7 +294,18 @@ def outbound_policy(*, tenant=None, purpose: str | None = None) -> OutboundPolic
         allow_private=settings.ASIXTO_ALLOW_PRIVATE_HOSTS,
         approvals=tuple(Approval.of(host, allow_http=allow_http, ports=ports) for host, allow_http, ports in rows)
         if purpose in PURPOSES else (),
+        tenant_slug=_slug_of(tenant, schema), purpose=purpose if purpose in PURPOSES else "",
     )
+
+
+def _slug_of(tenant, schema: str) -> str:
+    if tenant is not None:
+        return tenant.slug
+    if not schema or schema == "public":
+        return ""
+    from django.db import connection
+
+    return getattr(getattr(connection, "tenant", None), "slug", "") or ""
 
 
 def vet(*, scheme: str, host: str, addresses: Sequence[Address], policy: OutboundPolicy | None = None, tenant=None,

@@ -1,5 +1,5 @@
 """Dashboard pages of the tenants app: login, agent settings, API keys (the overview, which
-reads the catalog and the calls, lives in tools.overview).
+reads the catalog, the calls and the turns, lives in runtime.views.overview).
 
 Every page runs in the tenant's schema (resolved by domain); users exist per schema, so a user
 of one tenant cannot sign in on another's domain (T1, T4)."""

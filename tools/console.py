@@ -33,11 +33,11 @@ OUTCOME_HELP = {
 def _kind(schema: dict) -> str:
     if isinstance(schema.get("enum"), list) and schema["enum"]:
         return _("one of %(values)s") % {"values": ", ".join("null" if v is None else str(v) for v in schema["enum"])}
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        kind = " | ".join(str(k) for k in kind)
     names = {"string": _("text"), "integer": _("whole number"), "number": _("number"), "boolean": _("true or false"),
-             "array": _("list"), "object": _("object")}
+             "array": _("list"), "object": _("object"), "null": _("empty (null)")}
+    kind = schema.get("type")
+    if isinstance(kind, list):  # ["boolean", "null"]: each named in the reader's language
+        return " | ".join(names.get(k, str(k)) for k in kind) or _("any value")
     return names.get(kind, str(kind or _("any value")))
 
 

@@ -2,7 +2,7 @@
 
 import json
 
-from django.db.models import Count, Max, Prefetch, Q
+from django.db.models import Count, F, Max, Prefetch, Q
 
 from tools.models import CatalogVersion, Finding, McpServer, Tool, ToolCall
 from tools.texts import render_text
@@ -29,6 +29,15 @@ def tools(*, server_slug=None, certification=None, level=None, text=None, includ
     if text:
         queryset = queryset.filter(Q(prefixed_name__icontains=text) | Q(definition__description__icontains=text))
     return queryset.order_by("server__slug", "position")
+
+
+def agent_ready_tools():
+    """Tools an agent may be offered (R2, M5): certified for their current definition, enabled,
+    on an enabled server, still listed. Channels narrow them further by level."""
+    return Tool.objects.filter(
+        removed_in__isnull=True, enabled=True, server__enabled=True,
+        certification=Tool.Certification.CERTIFIED, certified_hash=F("definition_hash"),
+    )
 
 
 def catalog_versions(*, server=None):

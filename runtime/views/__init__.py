@@ -3,9 +3,10 @@ the playground, webhooks, and skills. Support staff read; only admins change any
 
 from django.urls import path
 
-from runtime.views import conversations, model_test, playground, skills, truncations, webhooks
+from runtime.views import conversations, model_test, overview, playground, skills, truncations, webhooks
 
 urlpatterns = [
+    path("", overview.home, name="home"),
     path("conversations/", conversations.conversations_page, name="conversations"),
     path("conversations/<uuid:pk>/", conversations.conversation_page, name="conversation"),
     path("conversations/<uuid:pk>/turns/<uuid:turn>/routing/", conversations.routing_correct, name="routing_correct"),

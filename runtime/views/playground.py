@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from asixto.errors import error_body
-from runtime import channel, events
+from runtime import channel, events, turn_errors
 from runtime.forms import PlaygroundMessageForm
 from runtime.models import Conversation, Turn
 from runtime.stream_slots import StreamsFull
@@ -29,6 +29,8 @@ def playground_page(request):
     return render(request, "runtime/playground.html", {
         "nav": "playground", "form": PlaygroundMessageForm(initial={"language": request.tenant.language}),
         "model_configured": model_configured(request.tenant),
+        # Why a turn failed, in the reader's language, for the codes the event stream sends.
+        "turn_errors": {code: str(text) for code, text in turn_errors.MESSAGES.items()},
     })
 
 

@@ -23,7 +23,7 @@ class ExposurePolicyField(serializers.DictField):
 
 
 class TenantSettingsSerializer(StrictModelSerializer):
-    """T6 settings. Secrets are write-only (T7): responses say whether one is set, never what."""
+    """The agent settings (T6). Secrets are write-only (T7): responses say whether one is set, never what."""
 
     model_api_key = serializers.CharField(
         write_only=True, required=False, allow_blank=True, max_length=500,

@@ -70,3 +70,17 @@ def test_half_a_configuration_is_a_clear_error(db, worlds, model_env, url, name,
         model_env.setenv("ASIXTO_MODEL_NAME", name)
     with pytest.raises(CommandError, match=message):
         demo_setup()
+
+
+def test_it_speaks_one_language_and_its_hints_work(db, worlds, model_env, settings):
+    """Issue 20, M2: `./run`'s output and its errors are English whatever the interface
+    default; a refused private example server names the operator's exact command; the operators' hint
+    is `./manage createsuperuser` (a bare `python manage.py` has no venv)."""
+    settings.ASIXTO_ALLOW_PRIVATE_HOSTS = False
+    settings.LANGUAGE_CODE = "es"
+    assert "(./manage createsuperuser)" in demo_setup()
+    with pytest.raises(CommandError) as refused:
+        call_command("demo_example_server", "http://10.0.5.20:8123/mcp", stdout=io.StringIO())
+    message = str(refused.value)
+    assert "does not resolve to a public address" in message and "no resuelve" not in message
+    assert "./manage private_host_approve 10.0.5.20 --tenant demo --port 8123 --for mcp --allow-http" in message

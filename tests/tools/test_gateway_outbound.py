@@ -93,7 +93,7 @@ def test_it_says_the_same_whether_a_private_port_is_open_or_closed(alpha, beta, 
                     if transport == "sse":
                         McpServer.objects.filter(pk=tool.server_id).update(transport="sse", discover_result=None, is_legacy=True)
                 outcome = call(world, name=f"s{label}__buscar_producto")
-                seen[(label, transport)] = (outcome.outcome, re.sub(r":\d+", ":PORT", outcome.error or ""))
+                seen[(label, transport)] = (outcome.outcome, re.sub(r"(:|--port )\d+", r"\1PORT", outcome.error or ""))
         assert open_target.count == 0
     assert seen[("open", "direct")] == seen[("closed", "direct")], seen
     assert seen[("open", "sse")] == seen[("closed", "sse")], seen

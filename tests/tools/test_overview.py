@@ -29,12 +29,14 @@ def _server(slug, status):
 def _tool(server, name, certification):
     return Tool.objects.create(
         server=server, name=name, prefixed_name=f"{server.slug}__{name}", position=0, definition={"name": name},
-        definition_hash="h", level="read", certification=certification,
+        definition_hash="h", certified_hash="h", level="read", certification=certification,
     )
 
 
 def test_it_answers_everything_is_fine_when_it_is(alpha):
-    """A2: synced servers, certified tools and clean calls give the all-clear."""
+    """A2: a model, synced servers, certified tools and clean calls give the all-clear."""
+    alpha.tenant.model_base_url, alpha.tenant.model_name = "https://models.example.com/v1", "qwen2.5"
+    alpha.tenant.save(update_fields=["model_base_url", "model_name"])
     with alpha.schema():
         server = _server("crm", McpServer.SyncStatus.OK)
         _tool(server, "buscar", Tool.Certification.CERTIFIED)
@@ -50,7 +52,8 @@ def test_it_answers_everything_is_fine_when_it_is(alpha):
 
 def test_it_counts_what_needs_attention_and_links_to_it(alpha):
     """A2, G9: a failing server, a blocked tool, failures and violations within 24 hours are
-    counted (older calls are not), and each number links to its list."""
+    counted (older calls are not), and each number links to its list; the missing model is the
+    fifth problem."""
     with alpha.schema():
         ok, broken = _server("crm", McpServer.SyncStatus.OK), _server("erp", McpServer.SyncStatus.ERROR)
         _tool(ok, "buscar", Tool.Certification.CERTIFIED)
@@ -66,8 +69,8 @@ def test_it_counts_what_needs_attention_and_links_to_it(alpha):
     assert data["calls"] == {"total": 4, "failed": 1, "violations": 1}
     assert {row["value"]: row["count"] for row in data["servers"]}["error"] == 1
     assert {row["value"]: row["count"] for row in data["tools"]} == {"pending": 1, "certified": 1, "blocked": 1}
-    assert data["attention"] == 1 + 1 + 1 + 1
-    assert "4 things need attention" in page
+    assert data["attention"] == 1 + 1 + 1 + 1 + 1
+    assert "5 things need attention" in page
     assert "/catalog/?certification=blocked" in page and "/calls/?outcome=timeout" in page
     assert "/calls/?violations=true" in page and f"/calls/{violating.pk}/" in page
 

@@ -11,7 +11,7 @@ import os
 import secrets
 
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, no_translations
 from django.core.validators import URLValidator
 from django.db import transaction
 from django_tenants.utils import schema_context
@@ -20,7 +20,9 @@ from accounts.models import User
 from tenants.models import ApiKey, Tenant
 from tenants.services import api_key_create, api_key_revoke, tenant_create, tenant_settings_update
 
-DEMO_KEY_NAME = "Demo key (./run)"
+# Shown in the dashboard's API keys list: a name that reads the same in every interface language.
+DEMO_KEY_NAME = "demo (./run)"
+OLD_DEMO_KEY_NAMES = ["Demo key (./run)"]  # before issue 20: still replaced on the next run
 MODEL_HINT = [
     "  Model:       none yet: the agent answers every message with an apology. To give it one, run",
     "               ASIXTO_MODEL_URL=http://127.0.0.1:11434/v1 ASIXTO_MODEL_NAME=qwen2.5:7b-instruct ./run",
@@ -53,6 +55,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--port", default="8000")
 
+    @no_translations  # the operator's command line speaks English, its errors included (issue 20)
     @transaction.atomic
     def handle(self, *args, port, **options):
         model = model_from_environment()
@@ -67,7 +70,7 @@ class Command(BaseCommand):
             admin.role = User.Role.ADMIN
             admin.set_password(password)
             admin.save()
-        for old in ApiKey.objects.filter(tenant=tenant, name=DEMO_KEY_NAME, revoked_at__isnull=True):
+        for old in ApiKey.objects.filter(tenant=tenant, name__in=[DEMO_KEY_NAME, *OLD_DEMO_KEY_NAMES], revoked_at__isnull=True):
             api_key_revoke(key=old)
         _key, plaintext = api_key_create(tenant=tenant, name=DEMO_KEY_NAME, scope=ApiKey.Scope.ADMIN)
         if model is not None:
@@ -87,7 +90,7 @@ class Command(BaseCommand):
                     f"  API key:     {plaintext}",
                     f"  API docs:    http://localhost:{port}/api/v1/docs/",
                     f"  Try:         curl -H 'Authorization: Bearer {plaintext}' http://localhost:{port}/api/v1/tenant",
-                    f"  Operators:   http://localhost:{port}/admin/ (python manage.py createsuperuser)",
+                    f"  Operators:   http://localhost:{port}/admin/ (./manage createsuperuser)",
                     *model_lines,
                     f"  Playground:  http://{domain}:{port}/playground/ (talk to the agent, watch each turn)",
                     "",

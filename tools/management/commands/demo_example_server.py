@@ -1,7 +1,7 @@
 """`manage.py demo_example_server URL`: register the example support server (examples/soporte)
 for the demo tenant and sync it now, so a newcomer sees a certified catalog at once."""
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, no_translations
 from django_tenants.utils import tenant_context
 
 from asixto.errors import ApplicationError
@@ -18,6 +18,7 @@ class Command(BaseCommand):
         parser.add_argument("url")
         parser.add_argument("--tenant", default="demo")
 
+    @no_translations  # ./run speaks English, its errors included (issue 20)
     def handle(self, *args, url, tenant, **options):
         tenant = Tenant.objects.get(slug=tenant)
         data = {"slug": "soporte", "name": "Mesa de soporte (ejemplo)", "transport": "streamable_http", "url": url}
