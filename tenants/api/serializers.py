@@ -50,6 +50,7 @@ class TenantSettingsSerializer(StrictModelSerializer):
             "model_base_url", "model_name", "model_api_key", "model_api_key_set",
             "router_base_url", "router_model_name", "router_api_key", "router_api_key_set",
             "iteration_limit", "result_budget", "turn_budget", "public_sources", "search_url", "scenarios", "exposure_policy", "server_quota",
+            "trace_contents",
         ]
         read_only_fields = ["slug", "name"]
 
