@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import httpx
 from django.conf import settings
 
+from asixto import tracing
 from asixto.json_input import storable
 from tenants.outbound import OutboundRefused, check_url, refusal_of
 from tenants.outbound_http import outbound_client
@@ -59,6 +60,8 @@ class Answer:
     content: str
     tool_calls: tuple[NativeCall, ...] = ()
     finish_reason: str = ""
+    tokens_in: int | None = None  # the usage the server reports, if it does (traces)
+    tokens_out: int | None = None
 
 
 class ModelError(Exception):
@@ -79,6 +82,7 @@ def _redact(text: str, endpoint: Endpoint) -> str:
     return text.replace(endpoint.api_key, "***") if endpoint.api_key else text
 
 
+@tracing.model_request
 def complete(*, endpoint: Endpoint, messages: list[dict], tools: list[dict] | None = None, deadline: float | None = None) -> Answer:
     """One Chat Completions request; the first choice, or ModelError."""
     deadline = settings.ASIXTO_MODEL_TIMEOUT if deadline is None else deadline
@@ -167,6 +171,10 @@ def _native_calls(raw) -> tuple[NativeCall, ...]:
     return tuple(calls)
 
 
+def _count(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 def parse_answer(body: bytes, endpoint: Endpoint) -> Answer:
     try:
         data = json.loads(body)
@@ -182,10 +190,12 @@ def parse_answer(body: bytes, endpoint: Endpoint) -> Answer:
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(message, dict):
         raise ModelError("model_bad_response", "the first choice has no message")
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     answer = Answer(
         content=storable(_text(message.get("content"))),
         tool_calls=_native_calls(message.get("tool_calls")),
         finish_reason=storable(str(choice.get("finish_reason") or "")[:40]),
+        tokens_in=_count(usage.get("prompt_tokens")), tokens_out=_count(usage.get("completion_tokens")),
     )
     if not answer.content.strip() and not answer.tool_calls:
         raise ModelError("model_empty", "the choice has neither text nor tool calls")
