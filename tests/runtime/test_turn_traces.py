@@ -37,6 +37,7 @@ SERVER_SECRET = "srv-Secreto-4d5e6f7a8b"
 def spans():
     """Tracing on for the test, every span sent to memory as it ends."""
     exporter = InMemorySpanExporter()
+    tracing.shutdown()  # a worker started earlier in this process with an endpoint in the environment
     assert tracing.setup(service="asixto-test", exporter=exporter)
     try:
         yield exporter
@@ -196,6 +197,7 @@ def test_without_an_endpoint_setup_installs_nothing(monkeypatch):
     from opentelemetry import trace
 
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    tracing.shutdown()
     plain_send = httpx.HTTPTransport.handle_request
     assert tracing.setup(service="asixto-web") is False
     assert not tracing.enabled() and tracing.current_trace_id() is None
@@ -227,6 +229,7 @@ def test_with_an_endpoint_spans_reach_the_collector_over_otlp_under_the_service_
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     received = []
+    tracing.shutdown()
     monkeypatch.setenv("OTEL_SERVICE_NAME", "asixto-eu-worker")
     with serve_asgi(collector(received)) as url:
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
