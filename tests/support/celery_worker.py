@@ -12,7 +12,7 @@ import subprocess
 import sys
 from contextlib import contextmanager
 
-from tests.support.web_servers import ROOT, _database_url
+from tests.support.web_servers import ROOT, _database_url, process_stop
 
 
 def main():
@@ -34,24 +34,19 @@ def main():
 
 @contextmanager
 def worker_process(*, visibility_timeout: float = 3600, concurrency: int = 4, loglevel: str = "WARNING",
-                   stderr=None, **env):
-    """`stderr`: a file for the worker's log (default: the test's own stderr)."""
+                   stderr=None, own_group: bool = False, **env):
+    """`stderr`: a file for the worker's log (default: the test's own stderr); `own_group`: in a
+    new session (its own process group, as on another machine), all of it stopped at the end."""
     environ = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "DATABASE_URL": _database_url(),
                "DB_CONN_MAX_AGE": "0", "TEST_VISIBILITY_TIMEOUT": str(visibility_timeout),
                "TEST_CONCURRENCY": str(concurrency), "TEST_LOGLEVEL": loglevel, **{k: str(v) for k, v in env.items()}}
     # The banner goes nowhere; warnings and errors still reach the test's output (stderr).
     process = subprocess.Popen([sys.executable, "-m", "tests.support.celery_worker"], cwd=ROOT, env=environ,
-                               stdout=subprocess.DEVNULL, stderr=stderr)
+                               stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=own_group)
     try:
         yield process
     finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
+        process_stop(process, own_group=own_group, grace=20)
 
 
 if __name__ == "__main__":
