@@ -80,6 +80,7 @@ class Model:
 
 
 def group_members(pgid: int) -> list[psutil.Process]:
+    """The live processes of process group `pgid` (zombies waiting to be reaped are not)."""
     members = []
     for process in psutil.process_iter(["pid", "status"]):
         try:
@@ -88,8 +89,6 @@ def group_members(pgid: int) -> list[psutil.Process]:
         except (ProcessLookupError, psutil.Error):
             pass
     return members
-
-
 
 
 def tasks_logged(paths: list[Path], task: str, outcome: str = "succeeded") -> Counter:
