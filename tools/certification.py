@@ -76,14 +76,14 @@ def effective_for(definition: dict, *, overlay: dict | None, server: McpServer, 
     stays as it is."""
     if not isinstance(definition, dict) or isinstance(definition.get(OMITTED_KEY), dict):
         return definition, []
-    compatible = is_compatible(server)
-    suggestion = None
-    if compatible:
+    def suggestion():
+        # Only for a definition that lacks a verb or capabilities: words are slow to weigh (P2).
         words = {"name": str(definition.get("name") or ""), "title": str(definition.get("title") or ""),
                  "description": str(definition.get("description") or "")[:1000]}
-        suggestion = {"verb": suggest_verb(**words, language=language),
-                      "capabilities": suggest_capabilities(**words, scenarios=scenarios)}
-    return effective_definition(definition, overlay=overlay, compatible=compatible, suggestion=suggestion)
+        return {"verb": suggest_verb(**words, language=language),
+                "capabilities": suggest_capabilities(**words, scenarios=scenarios)}
+
+    return effective_definition(definition, overlay=overlay, compatible=is_compatible(server), suggestion=suggestion)
 
 
 def definition_findings(definition: dict, *, server_slug: str, scenarios: list[str] | None, compatible: bool = False) -> list[RuleFinding]:

@@ -159,6 +159,14 @@ class _Prepared:
     problems: tuple
 
 
+def schema_check(schema) -> tuple[str | None, tuple[SchemaProblem, ...]]:
+    """`schema_error(schema)` and, when it is None, `schema_problems(schema)`, serialising the
+    schema once for both (certification asks both of every tool's two schemas, P2)."""
+    key = _canonical(schema)
+    error = "not a JSON object" if not isinstance(schema, dict) else "not JSON" if key is None else _schema_error(key)
+    return error, (() if error else _prepare(key).problems)
+
+
 def schema_problems(schema) -> tuple[SchemaProblem, ...]:
     """What makes `schema` unusable: not valid, a `$ref` outside it or to nothing in it, a `$ref`
     loop, a pattern RE2 cannot run. Empty when it can be used."""
