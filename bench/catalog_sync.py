@@ -326,6 +326,11 @@ def bench_size(tenant, count: int, args) -> None:
     print("  " + summary("unchanged re-sync", resync_same) + verdict(resync_same, same_goal)
           + f"; tool rows rewritten: {max(rewritten)} of {count}")
     print("  " + summary("of which network: two tools/list reads", network))
+    reads = statistics.median([s.ours for s in network])
+    beyond = {label: statistics.median([s.ours + s.database for s in samples]) - reads
+              for label, samples in (("first", [first]), ("changed", resync_changed), ("unchanged", resync_same))}
+    print(f"  beyond the two reads (the SDK's parsing and checking of the listing, {reads:.2f} s): CPU ours + PostgreSQL "
+          + ", ".join(f"{label} {value:.2f} s" for label, value in beyond.items()))
     if profiler is not None:
         print(f"\nProfile of the {args.profile} sync(s) (top 30; BENCH_SORT=tottime for self time):")
         pstats.Stats(profiler).sort_stats(os.environ.get("BENCH_SORT", "cumulative")).print_stats(30)

@@ -244,6 +244,9 @@ _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems", "items", "extends")
 _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies")
 
 
+_SUBSCHEMA_KEYWORDS = frozenset(_ONE_SCHEMA + _SCHEMA_LISTS + _SCHEMA_MAPS)
+
+
 def _subschemas(schema) -> list[dict]:
     nodes, stack = [], [schema]
     while stack:
@@ -251,6 +254,8 @@ def _subschemas(schema) -> list[dict]:
         if not isinstance(node, dict):
             continue
         nodes.append(node)
+        if _SUBSCHEMA_KEYWORDS.isdisjoint(node):
+            continue  # a leaf, as most are: no keyword to look for (P2)
         for keyword in _ONE_SCHEMA:
             if isinstance(node.get(keyword), dict):
                 stack.append(node[keyword])
