@@ -92,7 +92,8 @@ def effective_for(definition: dict, *, overlay: dict | None, server: McpServer, 
     return effective_definition(definition, overlay=overlay, compatible=is_compatible(server), suggestion=suggestion)
 
 
-def definition_findings(definition: dict, *, server_slug: str, scenarios: list[str] | None, compatible: bool = False) -> list[RuleFinding]:
+def definition_findings(definition: dict, *, server_slug: str, scenarios: list[str] | None, compatible: bool = False,
+                        overlaid=()) -> list[RuleFinding]:
     """The contract on one stored definition (C1–C6, M6), or the size finding (M5) when only a
     stand-in was stored."""
     omitted = definition.get(OMITTED_KEY)
@@ -105,7 +106,18 @@ def definition_findings(definition: dict, *, server_slug: str, scenarios: list[s
             ),
             _("Shorten the description and the schemas: a definition this large crowds the model's context."),
         )]
-    return certify_definition(definition, server_slug=server_slug, scenarios=scenarios, compatible=compatible)
+    return certify_definition(definition, server_slug=server_slug, scenarios=scenarios, compatible=compatible, overlaid=overlaid)
+
+
+def overlay_verdict(*, server: McpServer, definition: dict, overlay: dict | None, scenarios: list[str] | None,
+                    language: str) -> tuple[dict, list[RuleFinding]]:
+    """The effective definition of a server definition under `overlay` and all its definition
+    findings (the contract's and the gateway's notes). Pure: a preview of an overlay uses it too."""
+    effective, notes = effective_for(definition, overlay=overlay, server=server, scenarios=scenarios, language=language)
+    overlaid = tuple(field for field in ("verb", "level") if (overlay or {}).get(field))
+    findings = definition_findings(effective, server_slug=server.slug, scenarios=scenarios,
+                                   compatible=is_compatible(server), overlaid=overlaid)
+    return effective, findings + notes
 
 
 def finding_codes(finding: RuleFinding) -> dict:
@@ -132,13 +144,12 @@ def judge_tools(*, server: McpServer, tools: list[Tool], scenarios: list[str] | 
     basis_of = certification_basis_for(server_slug=server.slug, scenarios=scenarios, mode=server.contract_mode, language=language)
     rows = []
     for tool in tools:
-        effective, notes = effective_for(
-            tool.server_definition or tool.definition, overlay=tool.overlay, server=server, scenarios=scenarios, language=language
+        effective, findings = overlay_verdict(
+            server=server, definition=tool.server_definition or tool.definition, overlay=tool.overlay,
+            scenarios=scenarios, language=language,
         )
         tool.definition, tool.definition_hash = effective, definition_hash(effective)
         tool.level = tool_level(effective.get("annotations") if isinstance(effective, dict) else None)
-        findings = definition_findings(effective, server_slug=server.slug, scenarios=scenarios, compatible=is_compatible(server))
-        findings += notes
         rows += [finding_row(server, tool, finding, Finding.Source.DEFINITION) for finding in findings]
         blocked = is_blocking(findings) or tool.pk in probe_blocked
         tool.certification = Tool.Certification.BLOCKED if blocked else Tool.Certification.CERTIFIED
