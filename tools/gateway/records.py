@@ -14,6 +14,10 @@ stored one by one, so one bad record never costs its neighbours. While the datab
 reached at all, the batch is kept and tried again (waits growing to OUTAGE_MAX_WAIT_SECONDS)
 until it answers: an outage delays records, it does not lose them (issue 19).
 
+A caller that needs its record stored when the call returns (the test console, which answers
+with the record's id) stores it itself on its own connection, in one round trip
+(`submit(at_once=True)`), unless it is inside a transaction.
+
 `flush()` stores what is pending at once (no batch window) and returns when it is stored: the
 test console, the end of a Celery task and process exit call it. A Celery prefork child exits
 through `os._exit`, where `atexit` never runs: asixto/celery.py flushes on the worker's own
@@ -38,6 +42,7 @@ from tools.models import ToolCall
 
 log = logging.getLogger(__name__)
 BATCH = 500
+FEW_ROWS = 10  # a batch of one schema up to this size is one INSERT, a larger one a COPY
 LINGER_SECONDS = 0.05
 # A caller inside a transaction waits this long at most for its record (the writer is stuck
 # only if PostgreSQL is): the call itself must not hang on its record.
@@ -69,15 +74,38 @@ _thread: threading.Thread | None = None
 _start_lock = threading.Lock()
 
 
-def submit(values: dict):
-    """Store one call record; `values` are ToolCall field values by attribute name, `id` included."""
-    _ensure_writer()
+def submit(values: dict, *, at_once: bool = False):
+    """Store one call record; `values` are ToolCall field values by attribute name, `id` included.
+    `at_once`: stored when this returns (the test console answers with the record's id)."""
     db = connections[DEFAULT_DB_ALIAS]  # the caller's own connection, looked up once
+    if at_once and not db.in_atomic_block and _stored_here(db, values):
+        return
+    _ensure_writer()
     _queue.put((db.schema_name, values))
-    if db.in_atomic_block:
+    if db.in_atomic_block or at_once:
         # Not in the caller's transaction (it may roll back): on the writer's connection, now,
         # so the caller's next query sees the record.
         flush(timeout=IN_TRANSACTION_WAIT_SECONDS)
+
+
+def _stored_here(db, values: dict) -> bool:
+    """One record stored on the caller's own connection (in autocommit) in one round trip: a
+    caller that waits for its record would otherwise wait for two hand-overs to the writer
+    thread and its transaction (most of the test console's time beyond the call itself, P1).
+    False if that failed: the writer then stores it, with its retries."""
+    try:
+        row = storable_row(values)
+        db.ensure_connection()
+        if not db.get_autocommit():
+            return False
+        # The psycopg connection itself: the statement names its schema, so the search_path that
+        # Django's cursor would set first is not needed.
+        with db.connection.cursor() as cursor:
+            cursor.execute(_few_rows_sql(db.schema_name, 1), row)
+        return True
+    except Exception as exc:  # a database error, a bug in the cleaning: the writer has the last word
+        log.warning("a call record was left to the writer (%s: %s)", type(exc).__name__, exc)
+        return False
 
 
 def flush(timeout: float | None = FLUSH_WAIT_SECONDS) -> bool:
@@ -238,6 +266,12 @@ def _insert(rows):
     session, then moved to each tenant's table by INSERT … SELECT, all in one round trip: a
     COPY per tenant costs three times the CPU."""
     schemas = list(dict.fromkeys(schema for schema, _row in rows))
+    if len(schemas) == 1 and len(rows) <= FEW_ROWS:
+        # One round trip (no BEGIN, COPY and COMMIT of their own): what a flush after each
+        # call waits for (the test console, a turn's only call).
+        with connection.cursor() as cursor, connection.wrap_database_errors:
+            cursor.execute(_few_rows_sql(schemas[0], len(rows)), [value for _schema, row in rows for value in row])
+        return
     with transaction.atomic(), connection.cursor() as cursor, connection.wrap_database_errors:
         if len(schemas) == 1:
             cursor.execute(_NO_FSYNC_WAIT)
@@ -332,6 +366,13 @@ def _move_sql(schema):
 
 def _insert_sql(schema):
     return _statement("INSERT INTO {table} ({columns}) VALUES ({placeholders})", schema)
+
+
+def _few_rows_sql(schema, count):
+    """INSERT of `count` rows, without waiting for the disk (see _NO_FSYNC_WAIT): sent as one
+    query in autocommit, PostgreSQL runs both statements as one (implicit) transaction."""
+    rows = ", ".join([f"({_PLACEHOLDERS})"] * count)
+    return _statement(f"{_NO_FSYNC_WAIT}; INSERT INTO {{table}} ({{columns}}) VALUES {rows}", schema)
 
 
 def _copy_sql(schema):
