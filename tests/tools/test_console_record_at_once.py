@@ -10,7 +10,7 @@ from django.db import connection
 from tests.support.faults import FaultyPeer
 from tests.support.mcp_servers import serve_asgi
 from tests.tools.gateway_support import certified_tool, context, ok_result
-from tools.gateway import call_tool, records
+from tools.gateway import call_tool, journal, records
 from tools.models import CatalogVersion, Tool, ToolCall
 
 
@@ -33,6 +33,7 @@ def test_a_console_call_is_stored_when_it_returns_even_with_the_writer_lingering
     assert console.ok and turn.ok
     assert stored == {console.record_id}  # the turn's waits for the writer's batch
     assert row.source == "console" and row.outcome == "ok" and row.request_ids == console.request_ids
+    assert str(console.record_id) not in journal._open  # stored: nothing of it left for recovery (issue 19)
 
 
 def test_invoking_a_tool_removed_from_the_catalog_is_404(alpha):

@@ -102,10 +102,11 @@ def _stored_here(db, values: dict) -> bool:
         # Django's cursor would set first is not needed.
         with db.connection.cursor() as cursor:
             cursor.execute(_few_rows_sql(db.schema_name, 1), row)
-        return True
     except Exception as exc:  # a database error, a bug in the cleaning: the writer has the last word
         log.warning("a call record was left to the writer (%s: %s)", type(exc).__name__, exc)
         return False
+    journal.stored([values["id"]])
+    return True
 
 
 def flush(timeout: float | None = FLUSH_WAIT_SECONDS) -> bool:
