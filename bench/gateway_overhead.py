@@ -21,9 +21,11 @@ divided by its calls. Variants:
 - `gateway`: the block's records are stored together at its end (`flush_records()` once per
   block): a worker making many calls, its writer batching them.
 - `gateway, record per call` (`--record-per-call`): `flush_records()` after every call, so each
-  record is written in a transaction of its own, and the call waits for it — what the test
-  console and `POST …/invoke` do, and a turn's cost at most (a turn stores its records before
-  the reply, usually one or two calls per turn).
+  record is written in a transaction of its own, and the call waits for it — a turn's cost at
+  most (a turn stores its records before the reply, usually one or two calls per turn).
+- `console call (record at once)` (with `--record-per-call`): a call of the test console
+  (`POST …/invoke`, the dashboard's), whose record is stored by the caller before `call_tool`
+  returns.
 
 Rounds run one block of each variant, the order rotated from round to round (bare, gateway, …;
 gateway, …, bare; …) so that all run under the same conditions; the medians of the per-call
@@ -36,8 +38,7 @@ server registered and certified), as a worker serving many companies does: per-t
 and the records of many schemas are then part of the cost. A worker's first call for a tenant
 also loads that tenant's tool from the database (later calls find it in the lookup cache until
 the catalog changes): those first calls are timed apart, and the warm-up reaches every tenant
-so that the blocks measure the steady state. Migrating a tenant's schema takes seconds on a
-loaded machine: `--clone-schemas` copies each from one schema migrated once.
+so that the blocks measure the steady state.
 
 `--stdio` (issue 8) compares warm calls to the same example server run as a stdio child: the
 gateway's call (its live session in this process, tools/mcp/stdio_pool.py) against a direct SDK
@@ -161,9 +162,6 @@ def main():
     parser.add_argument("--blocks", type=int, default=40, help="rounds (one block of each variant per round)")
     parser.add_argument("--block-size", type=int, default=25)
     parser.add_argument("--tenants", type=int, default=1)
-    parser.add_argument("--clone-schemas", action="store_true",
-                        help="make each tenant's schema as a copy of one migrated once (django-tenants' TENANT_BASE_SCHEMA): "
-                             "hundreds of tenants in minutes instead of an hour on a loaded machine")
     parser.add_argument("--record-per-call", action="store_true",
                         help="also the gateway with each call's record stored before the next call (as /invoke does)")
     parser.add_argument("--profile", action="store_true", help="profile one more gateway block and print where the time went")
@@ -193,8 +191,6 @@ def main():
     try:
         wait_for(port)
         url = f"http://127.0.0.1:{port}/mcp"
-        if args.clone_schemas:
-            clone_from_base_schema()
         tenants = []
         for index in range(args.tenants):
             tenant = tenant_create(slug=f"bench-gateway-{index:03d}", name="Bench").tenant
@@ -235,6 +231,13 @@ def main():
             assert outcome.ok, outcome
 
         gateway_block, record_per_call_block = blocks_of(through_gateway, flush_records)
+        console = CallContext(channel="chat", idempotency_key="bench", conversation_id="bench", source=ToolCall.Source.CONSOLE)
+
+        def console_call():  # its record stored before call_tool returns, as the test console's
+            tenant = tenants[made[0] % len(tenants)]
+            made[0] += 1
+            with tenant_context(tenant):
+                assert call_tool(name="soporte__buscar_producto", arguments=arguments, context=console).ok
 
         first_calls = []
         for _ in tenants:  # each tenant's first call: its tool comes from the database
@@ -246,6 +249,7 @@ def main():
                     Variant("gateway", gateway_block)]
         if args.record_per_call:
             variants.append(Variant("gateway, record per call", record_per_call_block))
+            variants.append(Variant("console call (record at once)", blocks_of(console_call, lambda: None)[0]))
         load_before = load_average()
         figures = compare(variants, blocks=args.blocks, block_size=args.block_size,
                           warm_up=max(2 * args.block_size, 2 * len(tenants)))
@@ -266,19 +270,6 @@ def main():
     print(f"load average before: {load_before}; after: {load_after} ({os.cpu_count()} CPUs)")
     print(f"first call for a tenant (tool loaded from the database), median: {statistics.median(first_calls) * 1000:.2f} ms")
     print_figures(figures, GOAL)
-
-
-def clone_from_base_schema():
-    """New tenants' schemas copied from one migrated now (their migrations recorded as applied)."""
-    from django.conf import settings
-    from django.core.management import call_command
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("CREATE SCHEMA bench_base")
-    call_command("migrate_schemas", tenant=True, schema_name="bench_base", interactive=False, verbosity=0)
-    connection.set_schema_to_public()
-    settings.TENANT_BASE_SCHEMA, settings.TENANT_CREATION_FAKES_MIGRATIONS = "bench_base", True
 
 
 def profile(run):
