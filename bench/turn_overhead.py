@@ -34,6 +34,8 @@ import os
 import statistics
 import time
 
+import httpx
+
 os.environ.setdefault("ASIXTO_ALLOW_PRIVATE_HOSTS", "1")  # the stand-ins are on loopback (M2)
 
 from _django import setup  # noqa: E402
@@ -77,7 +79,7 @@ class WireTime:
         self.transport.close()
 
 
-class _TimedStream:
+class _TimedStream(httpx.SyncByteStream):
     def __init__(self, stream, wire):
         self.stream, self.wire = stream, wire
 
