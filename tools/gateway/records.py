@@ -68,13 +68,8 @@ class _Flush:
 _STOP = object()
 _queue: "queue.SimpleQueue" = queue.SimpleQueue()
 # Set by flush() and shutdown(): ends the writer's batch window at once. Submitting a record
-# does not wake the writer (a thread switch per call costs the calls more than the batch saves:
-# under load, handing the interpreter to the writer on every record cost a call as much as its
-# validation, P1); the writer looks for records every LINGER_SECONDS instead, and sleeps until a
-# record wakes it once it has been idle for IDLE_SECONDS.
+# does not wake the writer (a thread switch per call costs the calls more than the batch saves).
 _urgent = threading.Event()
-_wake = threading.Event()  # ends the idle writer's sleep: set by the first record, a flush, a stop
-_asleep = False
 _thread: threading.Thread | None = None
 _start_lock = threading.Lock()
 
@@ -87,8 +82,6 @@ def submit(values: dict, *, at_once: bool = False):
         return
     _ensure_writer()
     _queue.put((db.schema_name, values))
-    if _asleep:
-        _wake.set()  # the writer sleeps until woken; else it takes the record within its batch window
     if db.in_atomic_block or at_once:
         # Not in the caller's transaction (it may roll back): on the writer's connection, now,
         # so the caller's next query sees the record.
@@ -124,7 +117,6 @@ def flush(timeout: float | None = FLUSH_WAIT_SECONDS) -> bool:
     marker = _Flush()
     _queue.put(marker)
     _urgent.set()
-    _wake.set()
     return marker.done.wait(timeout)
 
 
@@ -135,7 +127,6 @@ def shutdown():
     if thread is not None and thread.is_alive():
         _queue.put(_STOP)
         _urgent.set()
-        _wake.set()
         thread.join(FLUSH_WAIT_SECONDS)
     _thread = None
 
@@ -153,9 +144,8 @@ def _ensure_writer():
 def _forget_writer_after_fork():
     # A forked child (a Celery prefork child, a gunicorn worker) has no writer thread and may
     # have copied the queue while another thread held its lock: start afresh.
-    global _queue, _urgent, _wake, _thread, _start_lock, _asleep
+    global _queue, _urgent, _thread, _start_lock
     _queue, _urgent, _thread, _start_lock = queue.SimpleQueue(), threading.Event(), None, threading.Lock()
-    _wake, _asleep = threading.Event(), False
     _prepared.clear()  # the child's writer opens sessions of its own
 
 
@@ -163,17 +153,22 @@ os.register_at_fork(after_in_child=_forget_writer_after_fork)
 
 
 def _run():
-    global _asleep
-    last_work = time.monotonic()
     try:
         while True:
-            # Gather records for a little while: one commit per batch instead of one per call keeps
-            # the database's and this thread's work out of the way of the calls. A flush or a stop
-            # ends the wait at once; a record does not (see submit).
-            _urgent.wait(LINGER_SECONDS)
-            _urgent.clear()
+            try:
+                item = _queue.get(timeout=IDLE_SECONDS)
+            except queue.Empty:
+                # Idle: give the database connection back (to the pool) until records come.
+                connection.close()
+                item = _queue.get()
             batch, markers = [], []
-            stop = False
+            stop = _take(item, batch, markers)
+            if not (markers or stop):
+                # Linger a little to gather more: one commit per batch instead of one per call
+                # keeps the database's and this thread's work out of the way of the calls. A
+                # flush or a stop ends the wait at once.
+                _urgent.wait(LINGER_SECONDS)
+            _urgent.clear()
             while not stop and len(batch) < BATCH:
                 try:
                     item = _queue.get_nowait()
@@ -186,20 +181,6 @@ def _run():
                 marker.done.set()
             if stop:
                 return
-            if batch or markers:
-                last_work = time.monotonic()
-                if len(batch) >= BATCH:
-                    _urgent.set()  # more may be waiting: no pause before the next batch
-            elif time.monotonic() - last_work > IDLE_SECONDS:
-                # Idle: give the database connection back (to the pool) and sleep until a record
-                # comes (its submit wakes this thread, once) or a flush.
-                connection.close()
-                _asleep = True
-                if _queue.empty():
-                    _wake.wait()
-                _asleep = False
-                _wake.clear()
-                last_work = time.monotonic()
     finally:
         connection.close()
 
