@@ -1,39 +1,58 @@
-"""P1: a tool call through the gateway against a bare HTTP POST of the same JSON-RPC body.
+"""P1: a tool call through the gateway against a bare POST of the same JSON-RPC body.
 
-    python bench/gateway_overhead.py [--blocks 40] [--block-size 25] [--tenants 1] [--bare transport] [--profile]
+    python bench/gateway_overhead.py [--blocks 40] [--block-size 25] [--tenants 1] [--record-per-call] [--profile]
     python bench/gateway_overhead.py --stdio [--blocks 40] [--block-size 25]
 
 `--profile` prints where one more block's time went (BENCH_SORT=tottime to sort by own time;
 BENCH_PROFILE_FILE=path also saves the statistics).
 
-The example MCP server (examples/soporte) runs in its own process on loopback. "Bare" is an
-httpx POST of the exact body the gateway sends (same headers, keep-alive client); with
-`--bare transport` the request goes straight to httpx's transport, as the gateway's own does
-(without `httpx.Client`'s cookie, redirect and auth layer, which the gateway has no use for):
-the stricter baseline. "Gateway" is
-`call_tool`: tool lookup, policy, argument validation, `_meta`, the POST, output validation,
-sanitising and the call record in PostgreSQL.
+The example MCP server (examples/soporte) runs in its own process on loopback. "Bare" is a POST
+of the exact body and headers the gateway sends, through the gateway's own transport
+(tools/gateway/http.py: the same checked, pooled keep-alive connections, no httpx.Client
+layer), its answer read whole: what the gateway cannot do without. "Gateway" is `call_tool`:
+tool lookup, policy, argument validation, `_meta`, the POST, output validation, sanitising and
+the call record in PostgreSQL.
 
 The record is written by a thread of the same process, so its CPU competes with the calls:
-timing single calls would leave it out. Both are therefore timed in blocks of `--block-size`
-calls, the gateway's block ending with `flush_records()` (every record of the block stored),
-and a block's time is divided by its calls. Blocks alternate (bare, gateway, bare, …) so both
-run under the same conditions; the medians of the per-call times are printed, and the ratio
-is the median of each gateway block over the bare block just before it (on a shared machine
-the load changes from one second to the next; adjacent blocks see the same load).
+timing single calls would leave it out. Each variant is therefore timed in blocks of
+`--block-size` calls that end with every record of the block stored, and a block's time is
+divided by its calls. Variants:
+
+- `gateway`: the block's records are stored together at its end (`flush_records()` once per
+  block): a worker making many calls, its writer batching them.
+- `gateway, record per call` (`--record-per-call`): `flush_records()` after every call, so each
+  record is written in a transaction of its own, and the call waits for it — a turn's cost at
+  most (a turn stores its records before the reply, usually one or two calls per turn).
+- `console call (record at once)` (with `--record-per-call`): a call of the test console
+  (`POST …/invoke`, the dashboard's), whose record is stored by the caller before `call_tool`
+  returns.
+
+Rounds run one block of each variant, the order rotated from round to round (bare, gateway, …;
+gateway, …, bare; …) so that all run under the same conditions; the medians of the per-call
+times are printed, and each ratio is the median over rounds of the variant's block over the bare
+block of the same round (on a shared machine the load changes from one second to the next;
+blocks of one round see the same load). The load average is printed before and after.
 
 `--tenants N` spreads the gateway's calls over N tenants (round robin, each with the example
 server registered and certified), as a worker serving many companies does: per-tenant caches
 and the records of many schemas are then part of the cost. A worker's first call for a tenant
 also loads that tenant's tool from the database (later calls find it in the lookup cache until
 the catalog changes): those first calls are timed apart, and the warm-up reaches every tenant
-so that the blocks measure the steady state in both modes.
+so that the blocks measure the steady state.
 
 `--stdio` (issue 8) compares warm calls to the same example server run as a stdio child: the
 gateway's call (its live session in this process, tools/mcp/stdio_pool.py) against a direct SDK
 call (`ClientSession.call_tool`) over a live session of the SDK's own `stdio_client` to a second
-child of the same command, negotiated the same way (the cached server/discover result), driven
-from this thread through an event loop in another, as the pool does. Goal ≤ 1.5×."""
+child of the same command, negotiated the same way (the cached server/discover result). The
+direct calls of a block run as plain awaits in the session's own event loop (one hand-over to
+that loop per block, not per call): the SDK used as an async program uses it. Goal ≤ 1.5×.
+
+Not covered: a first connection (TCP, TLS; loopback plain HTTP only, kept alive), name lookups
+of a real host name (the URL is a literal address), retries, timeouts and failures, large
+results or deep schemas (the example tool's are small), the SDK's HTTP transports (legacy SSE,
+servers without a cached discover result), concurrent callers in one process (one calling
+thread), the Celery task and the model around a call (bench/turn_overhead.py), the HTTP API
+(bench/api_invoke.py), and a PostgreSQL on another machine (loopback round trips)."""
 
 import argparse
 import os
@@ -43,6 +62,8 @@ import subprocess
 import sys
 import time
 import uuid
+from dataclasses import dataclass
+from typing import Callable
 
 from _django import ROOT, setup
 
@@ -67,37 +88,82 @@ def wait_for(port, timeout=15):
     raise SystemExit("the example server did not start")
 
 
-def per_call_ms(bare, gateway, flush, *, blocks, block_size, warm_up):
-    """Median per-call time of each, over alternating blocks; the gateway's blocks include the
-    flush of their records."""
-    for _ in range(warm_up):  # connections, validators, caches
-        bare(), gateway()
-    flush()
-    samples, cpu, caller_cpu = ([], []), [0.0, 0.0], [0.0, 0.0]
-    for _ in range(blocks):
-        for side, run, end in ((0, bare, None), (1, gateway, flush)):
+def load_average() -> str:
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+
+@dataclass
+class Variant:
+    name: str
+    block: Callable[[int], None]  # makes that many calls, then stores their records
+
+
+@dataclass
+class Figures:
+    ms: float  # median per-call time
+    ratio: float  # median over rounds of this variant's block over the baseline's
+    cpu_ms: float  # this process's CPU per call, all threads
+    caller_cpu_ms: float  # of which the calling thread's
+
+
+def compare(variants: list[Variant], *, blocks: int, block_size: int, warm_up: int) -> dict[str, Figures]:
+    """Per-call figures of each variant over `blocks` rounds, each round one block of every
+    variant in an order rotated round by round; ratios against the first variant (the baseline)."""
+    for variant in variants:  # connections, validators, caches
+        variant.block(warm_up)
+    times = {variant.name: [] for variant in variants}
+    cpu = {variant.name: [0.0, 0.0] for variant in variants}
+    for round_number in range(blocks):
+        shift = round_number % len(variants)
+        for variant in variants[shift:] + variants[:shift]:
             start, start_cpu, start_thread = time.perf_counter(), time.process_time(), time.thread_time()
-            for _ in range(block_size):
-                run()
-            if end is not None:
-                end()
-            samples[side].append((time.perf_counter() - start) / block_size)
-            cpu[side] += time.process_time() - start_cpu
-            caller_cpu[side] += time.thread_time() - start_thread
-    ratio = statistics.median(gateway / bare for bare, gateway in zip(*samples, strict=True))
+            variant.block(block_size)
+            times[variant.name].append(time.perf_counter() - start)
+            cpu[variant.name][0] += time.process_time() - start_cpu
+            cpu[variant.name][1] += time.thread_time() - start_thread
+    baseline = times[variants[0].name]
     calls = blocks * block_size
-    cpu_ms = [total / calls * 1000 for total in cpu] + [total / calls * 1000 for total in caller_cpu]
-    return statistics.median(samples[0]) * 1000, statistics.median(samples[1]) * 1000, ratio, cpu_ms
+    return {
+        name: Figures(
+            ms=statistics.median(samples) / block_size * 1000,
+            ratio=statistics.median(mine / base for mine, base in zip(samples, baseline, strict=True)),
+            cpu_ms=cpu[name][0] / calls * 1000, caller_cpu_ms=cpu[name][1] / calls * 1000,
+        )
+        for name, samples in times.items()
+    }
+
+
+def blocks_of(call, flush):
+    """Block runners of `call`: (calls, then one flush; a flush after every call)."""
+
+    def together(calls):
+        for _ in range(calls):
+            call()
+        flush()
+
+    def each(calls):
+        for _ in range(calls):
+            call()
+            flush()
+
+    return together, each
+
+
+def print_figures(figures: dict[str, Figures], goal: float):
+    width = max(len(name) for name in figures)
+    print(f"{'':{width}}  {'ms/call':>8} {'ratio':>6}  {'CPU ms/call (all threads; calling thread)':>40}")
+    for name, figure in figures.items():
+        print(f"{name:{width}}  {figure.ms:>8.3f} {figure.ratio:>6.2f}  {figure.cpu_ms:>21.3f}; {figure.caller_cpu_ms:.3f}")
+    print(f"ratios: median over rounds of each block over the baseline's block of the same round (goal ≤ {goal})")
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--blocks", type=int, default=40)
+    parser.add_argument("--blocks", type=int, default=40, help="rounds (one block of each variant per round)")
     parser.add_argument("--block-size", type=int, default=25)
     parser.add_argument("--tenants", type=int, default=1)
-    parser.add_argument("--bare", choices=("client", "transport"), default="client",
-                        help="the bare POST through httpx.Client (default) or straight to httpx's transport, as the "
-                             "gateway sends (no cookie, redirect or auth layer): the stricter baseline")
+    parser.add_argument("--record-per-call", action="store_true",
+                        help="also the gateway with each call's record stored before the next call (as /invoke does)")
     parser.add_argument("--profile", action="store_true", help="profile one more gateway block and print where the time went")
     parser.add_argument("--stdio", action="store_true", help="the example server as a stdio child (live sessions)")
     args = parser.parse_args()
@@ -113,6 +179,7 @@ def main():
     from tools.gateway import CallContext, call_tool, flush_records
     from tools.gateway import http as gateway_http
     from tools.gateway.call import build_meta
+    from tools.mcp.meta import PROTOCOL_VERSION
     from tools.models import ToolCall
     from tools.services import catalog_sync, server_create
 
@@ -135,30 +202,42 @@ def main():
         connection.set_schema_to_public()
         arguments = {"consulta": "router"}
         context = CallContext(channel="chat", idempotency_key="bench", conversation_id="bench")
-        client = httpx.Client()
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                   "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "buscar_producto"}
+        # The request the gateway sends (tools/gateway/http.py: httpx's default headers, then its own).
+        own = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+               "Accept-Encoding": "identity", "MCP-Protocol-Version": PROTOCOL_VERSION, "Mcp-Method": "tools/call",
+               "Mcp-Name": "buscar_producto"}
+        named = {key.lower() for key in own}
+        headers = [*((key, value) for key, value in gateway_http._CLIENT_HEADERS if key.lower() not in named), *own.items()]
         body = gateway_http.build_body(1, "buscar_producto", arguments, build_meta(context, f"req_{uuid.uuid4().hex[:20]}", "bench"))
-
-        transport = httpx.HTTPTransport()
+        target = httpx.URL(url)
 
         def bare():
-            if args.bare == "client":
-                response = client.post(url, content=body, headers=headers)
-            else:
-                response = transport.handle_request(httpx.Request("POST", url, content=body, headers=headers))
+            timeouts = {"connect": 5.0, "read": 30.0, "write": 30.0, "pool": 30.0}
+            request = httpx.Request("POST", target, content=body, headers=headers, extensions={"timeout": timeouts})
+            response = gateway_http._transport.handle_request(request)
+            try:
                 response.read()
+            finally:
                 response.close()
             assert response.status_code == 200
 
-        turn = [0]
+        made = [0]
 
         def through_gateway():
-            tenant = tenants[turn[0] % len(tenants)]
-            turn[0] += 1
+            tenant = tenants[made[0] % len(tenants)]
+            made[0] += 1
             with tenant_context(tenant):
                 outcome = call_tool(name="soporte__buscar_producto", arguments=arguments, context=context)
             assert outcome.ok, outcome
+
+        gateway_block, record_per_call_block = blocks_of(through_gateway, flush_records)
+        console = CallContext(channel="chat", idempotency_key="bench", conversation_id="bench", source=ToolCall.Source.CONSOLE)
+
+        def console_call():  # its record stored before call_tool returns, as the test console's
+            tenant = tenants[made[0] % len(tenants)]
+            made[0] += 1
+            with tenant_context(tenant):
+                assert call_tool(name="soporte__buscar_producto", arguments=arguments, context=console).ok
 
         first_calls = []
         for _ in tenants:  # each tenant's first call: its tool comes from the database
@@ -166,23 +245,17 @@ def main():
             through_gateway()
             first_calls.append(time.perf_counter() - start)
         flush_records()
-        warm_up = max(2 * args.block_size, 2 * len(tenants))
-        bare_ms, gateway_ms, ratio, cpu_ms = per_call_ms(
-            bare, through_gateway, flush_records, blocks=args.blocks, block_size=args.block_size, warm_up=warm_up
-        )
+        variants = [Variant("bare POST (gateway's transport)", blocks_of(bare, lambda: None)[0]),
+                    Variant("gateway", gateway_block)]
+        if args.record_per_call:
+            variants.append(Variant("gateway, record per call", record_per_call_block))
+            variants.append(Variant("console call (record at once)", blocks_of(console_call, lambda: None)[0]))
+        load_before = load_average()
+        figures = compare(variants, blocks=args.blocks, block_size=args.block_size,
+                          warm_up=max(2 * args.block_size, 2 * len(tenants)))
+        load_after = load_average()
         if args.profile:
-            import cProfile
-            import pstats
-
-            profiler = cProfile.Profile()
-            profiler.enable()
-            for _ in range(args.block_size * 4):
-                through_gateway()
-            flush_records()
-            profiler.disable()
-            if os.environ.get("BENCH_PROFILE_FILE"):  # for pstats or snakeviz
-                profiler.dump_stats(os.environ["BENCH_PROFILE_FILE"])
-            pstats.Stats(profiler).sort_stats(os.environ.get("BENCH_SORT", "cumulative")).print_stats(45)
+            profile(lambda: gateway_block(args.block_size * 4))
         flush_records()
         stored = 0
         for tenant in tenants:
@@ -192,17 +265,24 @@ def main():
     finally:
         server_process.terminate()
         server_process.wait(5)
-    made = args.blocks * args.block_size + warm_up + len(tenants) + (4 * args.block_size if args.profile else 0)
-    where = f"over {args.tenants} tenants" if args.tenants > 1 else "one tenant"
-    print(f"{args.blocks} blocks of {args.block_size} calls, {where}; {stored} call records stored of {made} calls made")
+    where = f"round robin over {args.tenants} tenants" if args.tenants > 1 else "one tenant"
+    print(f"{args.blocks} rounds of blocks of {args.block_size} calls, {where}; {stored} call records stored of {made[0]} calls made")
+    print(f"load average before: {load_before}; after: {load_after} ({os.cpu_count()} CPUs)")
     print(f"first call for a tenant (tool loaded from the database), median: {statistics.median(first_calls) * 1000:.2f} ms")
-    print(f"bare httpx POST ({args.bare}), median per call:         {bare_ms:.2f} ms")
-    print(f"through the gateway (records flushed), per call:   {gateway_ms:.2f} ms")
-    print(f"CPU of this process per call (all threads, the record writer's included): "
-          f"bare {cpu_ms[0]:.2f} ms, gateway {cpu_ms[1]:.2f} ms")
-    print(f"  of which the calling thread's: bare {cpu_ms[2]:.2f} ms, gateway {cpu_ms[3]:.2f} ms "
-          f"(the rest is the record writer's)")
-    print(f"ratio gateway/bare (median of adjacent blocks): {ratio:.2f}  (goal ≤ {GOAL})")
+    print_figures(figures, GOAL)
+
+
+def profile(run):
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    run()
+    profiler.disable()
+    if os.environ.get("BENCH_PROFILE_FILE"):  # for pstats or snakeviz
+        profiler.dump_stats(os.environ["BENCH_PROFILE_FILE"])
+    pstats.Stats(profiler).sort_stats(os.environ.get("BENCH_SORT", "cumulative")).print_stats(45)
 
 
 # The example server as a stdio program, runnable from any working directory.
@@ -211,7 +291,7 @@ STDIO_CODE = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from examples.sopo
 
 class DirectStdioSession:
     """A live SDK session (the SDK's own `stdio_client`) owned by an event loop in a thread of
-    its own; `call` runs `ClientSession.call_tool` on it from the calling thread."""
+    its own; `calls` runs `ClientSession.call_tool` on it, in that loop."""
 
     def __init__(self, discover):
         import asyncio
@@ -242,11 +322,17 @@ class DirectStdioSession:
                 self.ready.set()
                 await self.stop.wait()
 
-    def call(self, name, arguments, meta):
+    def calls(self, count, name, arguments, meta):
+        """`count` calls awaited one after the other in the session's own loop (one hand-over
+        to that loop for all of them, as an async program makes its calls)."""
         import asyncio
 
-        coroutine = self.session.call_tool(name, arguments, meta=meta)
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(60)
+        async def run():
+            for _ in range(count):
+                result = await self.session.call_tool(name, arguments, meta=meta)
+                assert not result.is_error, result
+
+        asyncio.run_coroutine_threadsafe(run(), self.loop).result(60 + count)
 
     def close(self):
         self.loop.call_soon_threadsafe(self.stop.set)
@@ -278,33 +364,29 @@ def stdio_main(args):
     meta = build_meta(context, f"req_{uuid.uuid4().hex[:20]}", "bench")
     direct = DirectStdioSession(discover)
 
-    def bare():
-        result = direct.call("buscar_producto", arguments, meta)
-        assert not result.is_error, result
-
     def through_gateway():
         with tenant_context(tenant):
             outcome = call_tool(name="soporte__buscar_producto", arguments=arguments, context=context)
         assert outcome.ok, outcome
 
+    gateway_block = blocks_of(through_gateway, flush_records)[0]
     start = time.perf_counter()
     through_gateway()  # starts the gateway's live session
     first_ms = (time.perf_counter() - start) * 1000
+    variants = [Variant("direct SDK call (awaited in its loop)", lambda calls: direct.calls(calls, "buscar_producto", arguments, meta)),
+                Variant("gateway (live session)", gateway_block)]
     try:
-        bare_ms, gateway_ms, ratio, cpu_ms = per_call_ms(
-            bare, through_gateway, flush_records, blocks=args.blocks, block_size=args.block_size, warm_up=2 * args.block_size
-        )
+        load_before = load_average()
+        figures = compare(variants, blocks=args.blocks, block_size=args.block_size, warm_up=2 * args.block_size)
+        load_after = load_average()
         (owner, pid), = stdio_pool.pool().live()
     finally:
         direct.close()
         stdio_pool.shutdown()
-    print(f"{args.blocks} blocks of {args.block_size} calls, one tenant; the gateway's calls all on child {pid}")
+    print(f"{args.blocks} rounds of blocks of {args.block_size} calls, one tenant; the gateway's calls all on child {pid}")
+    print(f"load average before: {load_before}; after: {load_after} ({os.cpu_count()} CPUs)")
     print(f"first gateway call (starts the child, no negotiation: discover cached): {first_ms:.1f} ms")
-    print(f"direct SDK call over a live stdio session, median per call: {bare_ms:.2f} ms")
-    print(f"through the gateway (live session, records flushed), per call: {gateway_ms:.2f} ms")
-    print(f"CPU of this process per call (all threads): direct {cpu_ms[0]:.2f} ms, gateway {cpu_ms[1]:.2f} ms")
-    print(f"ratio gateway/direct (median of adjacent blocks): {ratio:.2f}  (goal ≤ {STDIO_GOAL})")
-    print(f"load average: {open('/proc/loadavg').read().strip()}")
+    print_figures(figures, STDIO_GOAL)
 
 
 if __name__ == "__main__":

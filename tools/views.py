@@ -22,7 +22,7 @@ from tools import mcp, selectors, services
 from tools.api.serializers import ToolCallFilterSerializer, ToolFilterSerializer
 from tools.contract_views import urlpatterns as contract_urlpatterns
 from tools.forms import ConsoleForm, SampleArgumentsForm, ServerForm
-from tools.gateway import CallContext, call_tool, flush_records
+from tools.gateway import CallContext, call_tool
 from tools.mcp.errors import render_error
 from tools.models import ToolCall
 from tools.offerings import server_offerings
@@ -134,8 +134,7 @@ def _console_call(request, tool, console) -> dict:
         channel=console.cleaned_data["channel"], idempotency_key=f"console-{uuid.uuid4().hex}",
         conversation_id="console", source=ToolCall.Source.CONSOLE,
     )
-    outcome = call_tool(tool_id=tool.pk, arguments=arguments, context=context)
-    flush_records()
+    outcome = call_tool(tool_id=tool.pk, arguments=arguments, context=context)  # its record is stored when it returns
     return {"outcome": outcome, "outcome_view": outcome_view(outcome)}
 
 

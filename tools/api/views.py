@@ -3,6 +3,7 @@
 import uuid
 
 from django.db import transaction
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
@@ -13,7 +14,8 @@ from asixto.api import PeriodSerializer
 from asixto.errors import ApplicationError
 from tools import mcp, overlays, routing_examples, selectors, services
 from tools.api import serializers as s
-from tools.gateway import CallContext, call_tool, flush_records
+from tools.gateway import CallContext, call_tool
+from tools.gateway.call import find_tool
 from tools.models import ToolCall
 from tools.offerings import server_offerings
 from tools.server_quota import server_register
@@ -163,14 +165,17 @@ class ToolInvokeView(APIView):
 
     @extend_schema(request=s.InvokeSerializer, responses=s.CallOutcomeSerializer)
     def post(self, request, pk):
-        tool = get_object_or_404(selectors.tools(), pk=pk)
+        # The live tool as the gateway itself finds it (its per-process lookup cache, P1): the
+        # selector's findings are not needed here.
+        if find_tool(tool_id=pk) is None:
+            raise Http404
         data = s.InvokeSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         arguments = values.pop("arguments")
         values.setdefault("idempotency_key", f"console-{uuid.uuid4().hex}")
-        outcome = call_tool(tool_id=tool.pk, arguments=arguments, context=CallContext(source=ToolCall.Source.CONSOLE, **values))
-        flush_records()  # the answer links to the record: make sure it is there
+        # A console call's record is stored when call_tool returns: the answer links to it.
+        outcome = call_tool(tool_id=pk, arguments=arguments, context=CallContext(source=ToolCall.Source.CONSOLE, **values))
         return Response(s.CallOutcomeSerializer(outcome).data)
 
 

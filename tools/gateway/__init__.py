@@ -6,6 +6,7 @@
     results.py   classify a result (G4–G6), compiled validators cached per definition
     sanitize.py  the text the model reads (G7, G8, R4)
     records.py   call records written in batches off the critical path (G9)
+    storable.py  a record's values made storable (NUL, surrogates, sizes, JSON PostgreSQL refuses)
 """
 
 from tools.gateway.call import CallContext, CallOutcome, call_tool

@@ -449,5 +449,5 @@ def _record(tool, shown_name, arguments, context, outcome, started_at, record_id
         "result_chars": outcome.result_chars, "model_chars": len(outcome.model_text), "truncated": outcome.truncated,
         "violations": outcome.violations, "model_text": outcome.model_text, "result": bounded_result(outcome.result),
         "attempt_ms": outcome.attempt_ms,
-    })
+    }, at_once=context.source == ToolCall.Source.CONSOLE)  # the console answers with the record's id
     return record_id

@@ -6,45 +6,50 @@ commit, which cost as much as a third of a bare tool call (P1). A record is neve
 the caller's transaction, so it survives the caller's rollback; a caller inside a transaction
 waits until its record is stored (its next query then sees it).
 
-Every record is made storable before it is written: NUL characters and lone surrogates (which
-PostgreSQL's text and jsonb refuse) become U+FFFD, strings are cut to their column's size,
-JSON that cannot be encoded as it is (NaN, nesting too deep, foreign objects) is rewritten,
-numbers outside their column's range are dropped. If a batch still fails, its records are
+Every record is made storable before it is written (storable.py). If a batch still fails, its records are
 stored one by one, so one bad record never costs its neighbours. While the database cannot be
 reached at all, the batch is kept and tried again (waits growing to OUTAGE_MAX_WAIT_SECONDS)
 until it answers: an outage delays records, it does not lose them (issue 19).
 
+A caller that needs its record stored when the call returns (the test console, which answers
+with the record's id) stores it itself on its own connection, in one round trip
+(`submit(at_once=True)`), unless it is inside a transaction.
+
 `flush()` stores what is pending at once (no batch window) and returns when it is stored: the
-test console, the end of a Celery task and process exit call it. A Celery prefork child exits
+end of a Celery task, of a turn and process exit call it. A Celery prefork child exits
 through `os._exit`, where `atexit` never runs: asixto/celery.py flushes on the worker's own
 signals (`task_postrun`, `worker_process_shutdown`)."""
 
 import atexit
 import itertools
-import json
 import logging
-import math
 import os
 import queue
 import threading
 import time
-import uuid
 import weakref
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, OperationalError, connection, connections, transaction
 
 from tools.gateway import journal
+from tools.gateway.storable import (  # noqa: F401 (the record's values, as callers and tests name them)
+    FIELDS,
+    MAX_TEXT_CHARS,
+    EncodedJson,
+    encoded_json,
+    storable_json,
+    storable_row,
+    storable_text,
+)
 from tools.models import ToolCall
 
 log = logging.getLogger(__name__)
 BATCH = 500
+FEW_ROWS = 10  # a batch of one schema up to this size is one INSERT, a larger one a COPY
 LINGER_SECONDS = 0.05
 # A caller inside a transaction waits this long at most for its record (the writer is stuck
 # only if PostgreSQL is): the call itself must not hang on its record.
 IN_TRANSACTION_WAIT_SECONDS = 10.0
-MAX_TEXT_CHARS = 20000
-MAX_JSON_CHARS = 64000  # arguments beyond this keep their start only
-MAX_JSON_DEPTH = 64
 FLUSH_WAIT_SECONDS = 60.0
 IDLE_SECONDS = 5.0  # the writer keeps its database connection this long after the last record
 # While the database cannot be reached, the writer waits this long between tries, doubling from the first.
@@ -69,15 +74,39 @@ _thread: threading.Thread | None = None
 _start_lock = threading.Lock()
 
 
-def submit(values: dict):
-    """Store one call record; `values` are ToolCall field values by attribute name, `id` included."""
-    _ensure_writer()
+def submit(values: dict, *, at_once: bool = False):
+    """Store one call record; `values` are ToolCall field values by attribute name, `id` included.
+    `at_once`: stored when this returns (the test console answers with the record's id)."""
     db = connections[DEFAULT_DB_ALIAS]  # the caller's own connection, looked up once
+    if at_once and not db.in_atomic_block and _stored_here(db, values):
+        return
+    _ensure_writer()
     _queue.put((db.schema_name, values))
-    if db.in_atomic_block:
+    if db.in_atomic_block or at_once:
         # Not in the caller's transaction (it may roll back): on the writer's connection, now,
         # so the caller's next query sees the record.
         flush(timeout=IN_TRANSACTION_WAIT_SECONDS)
+
+
+def _stored_here(db, values: dict) -> bool:
+    """One record stored on the caller's own connection (in autocommit) in one round trip: a
+    caller that waits for its record would otherwise wait for two hand-overs to the writer
+    thread and its transaction (most of the test console's time beyond the call itself, P1).
+    False if that failed: the writer then stores it, with its retries."""
+    try:
+        row = storable_row(values)
+        db.ensure_connection()
+        if not db.get_autocommit():
+            return False
+        # The psycopg connection itself: the statement names its schema, so the search_path that
+        # Django's cursor would set first is not needed.
+        with db.connection.cursor() as cursor:
+            cursor.execute(_few_rows_sql(db.schema_name, 1), row)
+    except Exception as exc:  # a database error, a bug in the cleaning: the writer has the last word
+        log.warning("a call record was left to the writer (%s: %s)", type(exc).__name__, exc)
+        return False
+    journal.stored([values["id"]])
+    return True
 
 
 def flush(timeout: float | None = FLUSH_WAIT_SECONDS) -> bool:
@@ -238,6 +267,12 @@ def _insert(rows):
     session, then moved to each tenant's table by INSERT … SELECT, all in one round trip: a
     COPY per tenant costs three times the CPU."""
     schemas = list(dict.fromkeys(schema for schema, _row in rows))
+    if len(schemas) == 1 and len(rows) <= FEW_ROWS:
+        # One round trip (no BEGIN, COPY and COMMIT of their own): what a flush after a few
+        # calls waits for (a turn's one or two calls).
+        with connection.cursor() as cursor, connection.wrap_database_errors:
+            cursor.execute(_few_rows_sql(schemas[0], len(rows)), [value for _schema, row in rows for value in row])
+        return
     with transaction.atomic(), connection.cursor() as cursor, connection.wrap_database_errors:
         if len(schemas) == 1:
             cursor.execute(_NO_FSYNC_WAIT)
@@ -306,7 +341,7 @@ def _insert_one_by_one(rows):
 # visible at once; only a crash of PostgreSQL itself within ~0.6 s (3 × wal_writer_delay) of
 # the commit could lose it, never corrupt anything. Calls themselves never wait for records.
 _NO_FSYNC_WAIT = "SET LOCAL synchronous_commit TO OFF"
-_FIELDS = ToolCall._meta.concrete_fields
+_FIELDS = FIELDS
 _COLUMNS = ", ".join(connection.ops.quote_name(field.column) for field in _FIELDS)
 _PLACEHOLDERS = ", ".join(["%s"] * len(_FIELDS))
 _sql_by_schema: dict[tuple[str, str], str] = {}
@@ -334,6 +369,13 @@ def _insert_sql(schema):
     return _statement("INSERT INTO {table} ({columns}) VALUES ({placeholders})", schema)
 
 
+def _few_rows_sql(schema, count):
+    """INSERT of `count` rows, without waiting for the disk (see _NO_FSYNC_WAIT): sent as one
+    query in autocommit, PostgreSQL runs both statements as one (implicit) transaction."""
+    rows = ", ".join([f"({_PLACEHOLDERS})"] * count)
+    return _statement(f"{_NO_FSYNC_WAIT}; INSERT INTO {{table}} ({{columns}}) VALUES {rows}", schema)
+
+
 def _copy_sql(schema):
     return _statement("COPY {table} ({columns}) FROM STDIN", schema)
 
@@ -351,127 +393,4 @@ def _statement(template, schema):
     return sql
 
 
-# ---------------------------------------------------------------- making a record storable
-
-
-def _converters():
-    """One function per column, in column order: the plain value → what PostgreSQL stores."""
-    converters = []
-    for field in _FIELDS:
-        internal = field.get_internal_type()
-        default = field.get_default  # "" for text without a default, None where null is allowed
-        if internal == "JSONField":
-            converters.append((field.attname, default, storable_json))
-        elif internal in ("CharField", "TextField"):
-            limit = field.max_length or MAX_TEXT_CHARS
-            converters.append((field.attname, default, lambda value, limit=limit: storable_text(value, limit)))
-        elif internal == "PositiveSmallIntegerField":
-            converters.append((field.attname, default, lambda value: _in_range(value, 0, 32767)))
-        elif internal == "PositiveIntegerField":
-            converters.append((field.attname, default, lambda value: _in_range(value, 0, 2147483647)))
-        elif internal == "FloatField":
-            converters.append((field.attname, default, lambda value: value if value is None or math.isfinite(value) else None))
-        else:  # UUIDs, dates, booleans, foreign keys: built by the gateway, stored as they are
-            converters.append((field.attname, default, None))
-    return converters
-
-
-def storable_row(record: dict) -> list:
-    """The INSERT parameters for one record (ToolCall values by attribute name)."""
-    row = []
-    for attname, default, convert in _CONVERTERS:
-        value = record[attname] if attname in record else default()
-        if convert is not None and value is not None:
-            value = convert(value)
-        row.append(value)
-    return row
-
-
-def storable_text(value, limit: int) -> str:
-    """`value` as text PostgreSQL accepts, at most `limit` characters."""
-    if type(value) is str and len(value) <= limit and value.isascii() and "\x00" not in value:
-        return value  # most text: nothing to change (ASCII has no surrogates)
-    if not isinstance(value, str):
-        value = str(value)
-    if len(value) > limit:
-        value = value[: limit - 1] + "…"
-    if "\x00" in value:
-        value = value.replace("\x00", "\ufffd")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        value = _without_lone_surrogates(value)
-    return value
-
-
-# Built once: json.dumps with any option builds a new encoder on every call.
-_STRICT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-class EncodedJson:
-    """A JSON value with its text, encoded already by whoever had to measure it (the gateway
-    measures a result before recording it): the writer stores the text, not a second encoding."""
-
-    __slots__ = ("text", "value")
-
-    def __init__(self, value, text: str):
-        self.value, self.text = value, text
-
-
-def encoded_json(value) -> EncodedJson | None:
-    """`value` with the JSON text storable_json would store for it; None when it has none
-    as it is (NaN, an object JSON cannot encode, nesting too deep)."""
-    try:
-        return EncodedJson(value, _STRICT_JSON.encode(value))
-    except (ValueError, TypeError, RecursionError):
-        return None
-
-
-def storable_json(value) -> str:
-    """`value` as JSON text jsonb accepts (no \\u0000, no lone surrogates, no NaN)."""
-    if not value and isinstance(value, list | dict):
-        return "[]" if isinstance(value, list) else "{}"  # most of a record's lists are empty
-    try:
-        if isinstance(value, EncodedJson):
-            text, value = value.text, value.value
-        else:
-            text = _STRICT_JSON.encode(value)
-        text.encode("utf-8")
-    except (ValueError, TypeError, RecursionError, UnicodeEncodeError):
-        text = json.dumps(_clean_json(value, 0), ensure_ascii=False, separators=(",", ":"))
-    if "\\u0000" in text:
-        text = json.dumps(_clean_json(value, 0), ensure_ascii=False, separators=(",", ":"))
-    if len(text) > MAX_JSON_CHARS:
-        text = json.dumps({"_asixto_cut": {"chars": len(text), "start": text[:2000]}}, ensure_ascii=False)
-    return text
-
-
-def _clean_json(value, depth):
-    if isinstance(value, str):
-        return storable_text(value, MAX_JSON_CHARS)
-    if value is None or isinstance(value, bool | int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if depth >= MAX_JSON_DEPTH:
-        return "[nested too deep]"
-    if isinstance(value, dict):
-        return {storable_text(key, 1000): _clean_json(item, depth + 1) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean_json(item, depth + 1) for item in value]
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    return storable_text(repr(value), 1000)
-
-
-def _without_lone_surrogates(text: str) -> str:
-    # UTF-16 pairs the surrogates that form a character and replaces the lone ones with U+FFFD.
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-
-
-def _in_range(value, low, high):
-    return value if isinstance(value, int) and low <= value <= high else None
-
-
-_CONVERTERS = _converters()
 atexit.register(shutdown)
