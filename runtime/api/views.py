@@ -4,7 +4,7 @@ their event streams; channel and admin keys) and truncation logs (admin keys).""
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, status
 from rest_framework.exceptions import Throttled, ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -145,6 +145,7 @@ class TurnEventsView(APIView):
             raise Throttled(wait=full.retry_after, detail=full.message) from None
 
 
+@extend_schema_view(get=extend_schema(parameters=[s.TruncationLogFilterSerializer]))
 class TruncationLogListView(generics.ListAPIView):
     """Truncation logs (R4), newest first; filter by tool, kind, turn and time (`since`, `until`)."""
 

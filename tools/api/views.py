@@ -4,7 +4,7 @@ import uuid
 
 from django.db import transaction
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -111,6 +111,7 @@ class CatalogVersionDetailView(generics.RetrieveAPIView):
         return selectors.catalog_versions()
 
 
+@extend_schema_view(get=extend_schema(parameters=[s.ToolFilterSerializer]))
 class ToolListView(generics.ListAPIView):
     serializer_class = s.ToolSerializer
 
@@ -178,6 +179,7 @@ class ToolInvokeView(APIView):
         return Response(s.CallOutcomeSerializer(outcome).data)
 
 
+@extend_schema_view(get=extend_schema(parameters=[s.ToolCallFilterSerializer]))
 class ToolCallListView(generics.ListAPIView):
     """Call records (G9), newest first; filter by tool, outcome, turn, or violations only."""
 
