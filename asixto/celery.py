@@ -15,6 +15,9 @@ Log lines (issue 21): a task's lines carry its tenant and the trace id of the re
 queued it (a message header); with ASIXTO_LOG_FORMAT=json the worker and beat log through the
 project's LOGGING (one JSON object a line) instead of Celery's own text format.
 
+Traces (asixto/tracing.py) start in the worker process too, when configured: the Celery
+instrumentation continues the API request's trace from the task's message headers.
+
 Every process of the project imports this module (asixto/__init__.py), so this is where a
 process makes itself non-dumpable (asixto/process.py): stdio MCP servers must not read it."""
 
@@ -27,6 +30,7 @@ from celery.signals import (
     task_postrun,
     task_prerun,
     worker_init,
+    worker_process_init,
     worker_process_shutdown,
     worker_ready,
     worker_shutdown,
@@ -92,6 +96,25 @@ def _recover_interrupted_calls(**_kwargs):
         journal.recover()
     except Exception:  # the periodic task tries again; a worker must start whatever happened
         logging.getLogger(__name__).exception("could not recover interrupted calls")
+
+
+@worker_init.connect(dispatch_uid="asixto-tracing")
+@worker_process_init.connect(dispatch_uid="asixto-tracing-child")
+def _tracing(**_kwargs):
+    # Once per worker process (threads pool: at worker_init; prefork: again in each child, a no-op
+    # there after the parent's); off unless OTEL_EXPORTER_OTLP_ENDPOINT is set (asixto/tracing.py).
+    from asixto import tracing
+
+    tracing.setup(service="asixto-worker")
+
+
+@worker_process_shutdown.connect(dispatch_uid="asixto-tracing-flush-child")
+@worker_shutdown.connect(dispatch_uid="asixto-tracing-flush")
+def _tracing_flush(**_kwargs):
+    # A prefork child leaves through os._exit: the spans still batched are sent now.
+    from asixto import tracing
+
+    tracing.flush()
 
 
 @task_postrun.connect(dispatch_uid="asixto-store-call-records")

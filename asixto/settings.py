@@ -388,14 +388,18 @@ ASIXTO_PAGE_MAX_BYTES = envint("ASIXTO_PAGE_MAX_BYTES", 500_000)
 # Languages the reply can be pinned to when the customer writes in one of them (R7).
 ASIXTO_CUSTOMER_LANGUAGES = envlist("ASIXTO_CUSTOMER_LANGUAGES", "es,en,pt,fr,it,de")
 
-# Periodic catalog sync of every tenant's servers (M5); `celery -A asixto worker -B` runs it.
+# The periodic tasks, sent by the one `celery -A asixto beat` process (README, "Scaling out").
+# The sweeps' periods can be shortened (tests/test_scale_out.py): a killed worker's turn is sent
+# again at most ASIXTO_STALLED_SWEEP_SECONDS after its lease runs out.
 CELERY_BEAT_SCHEDULE = {
     "sync-all-servers": {"task": "tools.tasks.sync_all_servers", "schedule": envint("ASIXTO_SYNC_INTERVAL_SECONDS", 3600)},
-    "requeue-stalled-turns": {"task": "runtime.tasks.requeue_stalled_turns", "schedule": 60},
+    "requeue-stalled-turns": {"task": "runtime.tasks.requeue_stalled_turns",
+                              "schedule": envint("ASIXTO_STALLED_SWEEP_SECONDS", 60)},
     # Tool calls a killed process sent and never recorded are recorded (issue 19, tools/gateway/journal.py).
     "recover-interrupted-calls": {"task": "tools.tasks.recover_interrupted_calls", "schedule": 60},
     # Webhook deliveries owed whose task was lost (a broker outage, a worker killed): issue 19.
-    "webhook-outbox-sweep": {"task": "runtime.tasks.webhook_outbox_sweep", "schedule": 30},
+    "webhook-outbox-sweep": {"task": "runtime.tasks.webhook_outbox_sweep",
+                             "schedule": envint("ASIXTO_WEBHOOK_SWEEP_SECONDS", 30)},
     # Reminders and follow-ups that fell due are sent (R12, runtime/builtins/delivery.py).
     "deliver-due-scheduled": {"task": "runtime.tasks.deliver_due_scheduled",
                               "schedule": envint("ASIXTO_SCHEDULED_SWEEP_SECONDS", 30)},

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
+from asixto import tracing
 from runtime.models import Conversation, Message, Turn
 from tenants.selectors import current_tenant
 
@@ -47,7 +48,9 @@ def message_post(*, conversation: Conversation, text: str, external_id: str = ""
             message = Message.objects.create(
                 conversation=conversation, role=Message.Role.CUSTOMER, text=text, external_id=external_id
             )
-            turn = Turn.objects.create(conversation=conversation, message=message, api_key_id=api_key_id)
+            # The request's trace is the turn's: its task, model and tool calls join it (asixto/tracing.py).
+            turn = Turn.objects.create(conversation=conversation, message=message, api_key_id=api_key_id,
+                                       trace_id=tracing.current_trace_id())
             # In the same transaction: nothing after the commit may turn a stored message into a 500.
             Conversation.objects.filter(pk=conversation.pk).update(updated_at=message.created_at)
             # robust: a broker that is down must not turn a stored message into a 500; the turn

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import httpx
 from django.conf import settings
 
-from asixto import metrics
+from asixto import metrics, tracing
 from asixto.json_input import storable
 from tenants.outbound import OutboundRefused, check_url, refusal_of
 from tenants.outbound_http import outbound_client
@@ -84,6 +84,7 @@ def _redact(text: str, endpoint: Endpoint) -> str:
     return text.replace(endpoint.api_key, "***") if endpoint.api_key else text
 
 
+@tracing.model_request
 def complete(*, endpoint: Endpoint, messages: list[dict], tools: list[dict] | None = None, deadline: float | None = None,
              max_tokens: int | None = None) -> Answer:
     """One Chat Completions request; the first choice, or ModelError. `max_tokens` bounds the

@@ -107,6 +107,8 @@ class Turn(models.Model):
     api_key_id = models.UUIDField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     resent_at = models.DateTimeField(null=True, blank=True)  # last time the sweeper sent the task again
+    # The OpenTelemetry trace of the request that posted it (32 hex), when tracing is on (asixto/tracing.py).
+    trace_id = models.CharField(_("trace"), max_length=32, null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -44,7 +44,7 @@ from django.db.models import Q
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from asixto import log_context, metrics
+from asixto import log_context, metrics, tracing
 from asixto.json_input import JsonInputError, check_json, storable
 from runtime import events, lease_keeper, selectors, webhooks
 from runtime.budgets import apply_budgets
@@ -241,6 +241,7 @@ def _finish(turn: Turn, runner: str, *, reply: str, status: str, error_code: str
     if run is None or run.tool_steps:
         _release_db()  # flushing may wait on the record writer: hold no connection meanwhile
         flush_records()  # the turn's call records are stored before anyone reads the turn as done
+    tracing.annotate(**{"asixto.outcome": str(status), "asixto.error": error_code or None})
     steps, changes, rows = run.pending if run is not None else ({}, {}, [])
     # The webhook's delivery is owed in the reply's own statement (an outbox row), so nothing that
     # happens after the commit can lose it (issue 19).
@@ -274,6 +275,7 @@ def no_answer_reply(language):
 
 # ---------------------------------------------------------------- the turn
 
+@tracing.turn
 def _run(turn: Turn, runner: str, newest: list):
     tenant = current_tenant()
     conversation = turn.conversation
@@ -345,8 +347,10 @@ def _route_step(run: _Run, tenant, history, question) -> Route | None:
     taught = [Example(tool, text) for tool, text in routing_examples()]  # what the tenant taught, read per turn
     _release_db()
     try:
-        route, record = route_message(cards=cards, conversation=conversation, endpoint=router_endpoint(tenant),
-                                      examples=taught)
+        with tracing.span("routing", **{"asixto.routing.tools": len(cards)}):
+            route, record = route_message(cards=cards, conversation=conversation, endpoint=router_endpoint(tenant),
+                                          examples=taught)
+            tracing.routed(tool=route and route.tool, record=record)
     except Exception:  # routing is an optimisation: when it breaks, the turn runs as it would without it
         log.exception("turn %s: routing failed; the turn proceeds unrouted", run.turn.pk)
         return None

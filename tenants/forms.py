@@ -40,11 +40,17 @@ class TenantSettingsForm(forms.ModelForm):
         fields = [
             "agent_instructions", "language", "model_base_url", "model_name", "router_base_url",
             "router_model_name", "price_in_per_million", "price_out_per_million", "iteration_limit", "result_budget", "turn_budget", "public_sources", "search_url",
+            "trace_contents",
         ]
         widgets = {"agent_instructions": forms.Textarea(attrs={"rows": 8})}
-        help_texts = {"public_sources": _(
-            "Off by default. When on, the agent may search the web and read public pages; what it takes from them "
-            "is labelled as a public source.")}
+        help_texts = {
+            "public_sources": _(
+                "Off by default. When on, the agent may search the web and read public pages; what it takes from them "
+                "is labelled as a public source."),
+            "trace_contents": _(
+                "Off by default. Traces (when the platform exports them) carry ids, names and outcomes only; when on, "
+                "they also carry the customer's message and the tool arguments, cut to 1,000 characters."),
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -78,6 +78,8 @@ class Tenant(TenantMixin):
         _("per-turn budget (characters)"), default=12000, validators=[MinValueValidator(200), MaxValueValidator(500000)]
     )
     public_sources = models.BooleanField(_("public sources (web search and page reading)"), default=False)
+    # Off: traces carry ids, names and outcomes only. On: the customer's message and tool arguments too.
+    trace_contents = models.BooleanField(_("trace contents"), default=False)
     # The tenant's own web search backend (R13); empty: the platform's (ASIXTO_SEARCH_URL).
     search_url = models.URLField(
         _("web search backend"), blank=True, max_length=500,

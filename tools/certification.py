@@ -14,6 +14,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from django.conf import settings
 from django.utils import timezone
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
@@ -46,13 +47,18 @@ RULES_FINGERPRINT = _rules_fingerprint()
 
 
 def certification_basis_for(*, server_slug: str, scenarios: list[str] | None, mode: str = "", language: str = ""):
-    """A function of an effective definition's hash: what a verdict depends on besides probes,
-    in one hash (the definition, the server's slug for M6, the tenant's scenarios for C6, the
-    contract mode, the tenant's language for suggested verbs, the rules)."""
-    context = json.dumps([server_slug, scenarios, mode, language, RULES_FINGERPRINT]).encode()
+    """A function of a tool's server definition hash and overlay: what a verdict depends on
+    besides probes, in one hash. The effective definition is made from those two, the contract
+    mode, the tenant's language (suggested verbs) and scenarios (C6) and the size limit (a
+    stand-in); the contract adds the server's slug (M6) and the rules. Being made of the inputs,
+    it tells a sync which tools to certify again without building any effective definition (P2)."""
+    context = json.dumps(
+        [server_slug, scenarios, mode, language, settings.ASIXTO_MAX_TOOL_DEFINITION_BYTES, RULES_FINGERPRINT]
+    ).encode()
 
-    def basis(definition_hash: str) -> str:
-        return hashlib.sha256(context + definition_hash.encode()).hexdigest()
+    def basis(server_hash: str, overlay: dict | None) -> str:
+        inputs = json.dumps([server_hash, overlay or {}], sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(context + inputs.encode()).hexdigest()
 
     return basis
 
@@ -76,17 +82,18 @@ def effective_for(definition: dict, *, overlay: dict | None, server: McpServer, 
     stays as it is."""
     if not isinstance(definition, dict) or isinstance(definition.get(OMITTED_KEY), dict):
         return definition, []
-    compatible = is_compatible(server)
-    suggestion = None
-    if compatible:
+    def suggestion():
+        # Only for a definition that lacks a verb or capabilities: words are slow to weigh (P2).
         words = {"name": str(definition.get("name") or ""), "title": str(definition.get("title") or ""),
                  "description": str(definition.get("description") or "")[:1000]}
-        suggestion = {"verb": suggest_verb(**words, language=language),
-                      "capabilities": suggest_capabilities(**words, scenarios=scenarios)}
-    return effective_definition(definition, overlay=overlay, compatible=compatible, suggestion=suggestion)
+        return {"verb": suggest_verb(**words, language=language),
+                "capabilities": suggest_capabilities(**words, scenarios=scenarios)}
+
+    return effective_definition(definition, overlay=overlay, compatible=is_compatible(server), suggestion=suggestion)
 
 
-def definition_findings(definition: dict, *, server_slug: str, scenarios: list[str] | None, compatible: bool = False) -> list[RuleFinding]:
+def definition_findings(definition: dict, *, server_slug: str, scenarios: list[str] | None, compatible: bool = False,
+                        overlaid=()) -> list[RuleFinding]:
     """The contract on one stored definition (C1–C6, M6), or the size finding (M5) when only a
     stand-in was stored."""
     omitted = definition.get(OMITTED_KEY)
@@ -99,7 +106,18 @@ def definition_findings(definition: dict, *, server_slug: str, scenarios: list[s
             ),
             _("Shorten the description and the schemas: a definition this large crowds the model's context."),
         )]
-    return certify_definition(definition, server_slug=server_slug, scenarios=scenarios, compatible=compatible)
+    return certify_definition(definition, server_slug=server_slug, scenarios=scenarios, compatible=compatible, overlaid=overlaid)
+
+
+def overlay_verdict(*, server: McpServer, definition: dict, overlay: dict | None, scenarios: list[str] | None,
+                    language: str) -> tuple[dict, list[RuleFinding]]:
+    """The effective definition of a server definition under `overlay` and all its definition
+    findings (the contract's and the gateway's notes). Pure: a preview of an overlay uses it too."""
+    effective, notes = effective_for(definition, overlay=overlay, server=server, scenarios=scenarios, language=language)
+    overlaid = tuple(field for field in ("verb", "level") if (overlay or {}).get(field))
+    findings = definition_findings(effective, server_slug=server.slug, scenarios=scenarios,
+                                   compatible=is_compatible(server), overlaid=overlaid)
+    return effective, findings + notes
 
 
 def finding_codes(finding: RuleFinding) -> dict:
@@ -126,19 +144,18 @@ def judge_tools(*, server: McpServer, tools: list[Tool], scenarios: list[str] | 
     basis_of = certification_basis_for(server_slug=server.slug, scenarios=scenarios, mode=server.contract_mode, language=language)
     rows = []
     for tool in tools:
-        effective, notes = effective_for(
-            tool.server_definition or tool.definition, overlay=tool.overlay, server=server, scenarios=scenarios, language=language
+        effective, findings = overlay_verdict(
+            server=server, definition=tool.server_definition or tool.definition, overlay=tool.overlay,
+            scenarios=scenarios, language=language,
         )
         tool.definition, tool.definition_hash = effective, definition_hash(effective)
         tool.level = tool_level(effective.get("annotations") if isinstance(effective, dict) else None)
-        findings = definition_findings(effective, server_slug=server.slug, scenarios=scenarios, compatible=is_compatible(server))
-        findings += notes
         rows += [finding_row(server, tool, finding, Finding.Source.DEFINITION) for finding in findings]
         blocked = is_blocking(findings) or tool.pk in probe_blocked
         tool.certification = Tool.Certification.BLOCKED if blocked else Tool.Certification.CERTIFIED
         tool.certified_hash = tool.definition_hash
         tool.certified_at = now
-        tool.certification_basis = basis_of(tool.definition_hash)
+        tool.certification_basis = basis_of(tool.server_hash, tool.overlay)
     return rows
 
 

@@ -1,7 +1,8 @@
 """The dashboard's contract page of one server (A2, issue 8): its contract mode, the warnings
 most of its tools share (once), and a compact table editor of the admin's overlays, one form
 for many tools (verb, capabilities, model-facing description beside the server's, level, and the
-sample requests routing learns from, issue 18), with "accept all suggestions". Writes go through
+sample requests routing learns from, issue 18), with "accept all suggestions" and its preview
+(issue 20: which tools would change verdict, and why, before anything is saved). Writes go through
 tools.overlays and tools.routing_examples, in one transaction."""
 
 from collections import defaultdict
@@ -12,7 +13,6 @@ from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import path
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_POST
 
 from asixto.errors import ApplicationError
 from tenants.access import admin_page, tenant_page
@@ -122,12 +122,24 @@ def server_contract(request, pk):
 
 
 @admin_page
-@require_POST
 def server_accept_suggestions(request, pk):
+    """GET: which tools accepting the suggestions would change the verdict of, with the
+    findings (issue 20). POST: accept them; one that would block its tool only when confirmed."""
     server = get_object_or_404(selectors.servers(), pk=pk)
-    accepted = overlays.server_accept_suggestions(server=server, who=str(request.user))
-    messages.success(request, _("Suggestions accepted for %(count)s tools.") % {"count": len(accepted)})
-    return redirect("dashboard:server_contract", pk=server.pk)
+    if request.method == "POST":
+        accepted, held = overlays.server_accept_suggestions(
+            server=server, who=str(request.user), confirmed=request.POST.getlist("confirm"))
+        messages.success(request, _("Suggestions accepted for %(count)s tools.") % {"count": len(accepted)})
+        if held:
+            messages.warning(request, _("Not accepted, because it would block the tool: %(names)s. Review them and "
+                                        "confirm to accept them anyway.") % {
+                "names": ", ".join(p.tool.prefixed_name for p in held)})
+        return redirect("dashboard:server_contract", pk=server.pk)
+    previews = overlays.server_suggestions_preview(server=server)
+    return render(request, "tools/server_suggestions.html", {
+        "nav": "servers", "server": server, "changing": [p for p in previews if p.changes_verdict],
+        "unchanged": sum(1 for p in previews if not p.changes_verdict),
+    })
 
 
 urlpatterns = [

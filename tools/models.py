@@ -202,8 +202,9 @@ class Tool(models.Model):
     certification = models.CharField(max_length=10, choices=Certification.choices, default=Certification.PENDING)
     certified_hash = models.CharField(max_length=64, blank=True)
     certified_at = models.DateTimeField(null=True, blank=True)
-    # What the verdict was computed from (definition, slug, scenarios, rules; see certification):
-    # a sync certifies a tool again only when this would change.
+    # What the verdict was computed from (the server's definition hash, the overlay, the contract
+    # mode, the tenant's language and scenarios, the slug, the size limit, the rules; see
+    # certification): a sync certifies a tool again only when this would change.
     certification_basis = models.CharField(max_length=64, blank=True)
     # The definition the last live probe (C8, C9) judged; its findings stand while it is current.
     probed_hash = models.CharField(max_length=64, blank=True)

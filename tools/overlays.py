@@ -7,6 +7,7 @@ take, so the three never interleave their writes. The overlay survives every syn
 by the tool, and a sync composes it with whatever the server sends."""
 
 import uuid
+from dataclasses import dataclass, field
 
 from django.db import transaction
 from django.utils import timezone
@@ -14,8 +15,9 @@ from django.utils.translation import gettext_lazy as _
 
 from asixto.errors import ApplicationError
 from tenants.selectors import current_tenant
-from tools.certification import certify_tools, tenant_scenarios
+from tools.certification import certify_tools, overlay_verdict, standing_probe_blocks, tenant_language, tenant_scenarios
 from tools.models import McpServer, Tool
+from tools.rules import is_blocking
 from tools.rules.descriptions import MAX_LENGTH as MAX_DESCRIPTION
 from tools.rules.meta import CAPABILITIES_KEY, MAX_VERB_LENGTH, VERB_KEY
 from tools.rules.overlay import LEVEL_ANNOTATIONS, OVERLAY_FIELDS, SUGGESTED_KEY
@@ -99,24 +101,75 @@ def tools_set_overlays(*, server: McpServer, changes_by_tool: dict, who: str) ->
     return _apply(server, changes_by_tool, who=who)
 
 
-def server_accept_suggestions(*, server: McpServer, who: str, tool_ids=None) -> list[Tool]:
-    """Make the gateway's suggested verb and capabilities the admin's own (all live tools of
-    the server, or those in `tool_ids`): they stay when the suggestion would change."""
-    tools = server.tools.filter(removed_in__isnull=True)
+@dataclass
+class SuggestionPreview:
+    """What accepting one tool's suggestions would do: the overlay changes, its verdict before
+    and after, and the blocking findings it would have after."""
+
+    tool: Tool
+    changes: dict
+    blocked_before: bool
+    blocked_after: bool
+    findings: list = field(default_factory=list)
+
+    @property
+    def would_block(self) -> bool:
+        return self.blocked_after and not self.blocked_before
+
+    @property
+    def changes_verdict(self) -> bool:
+        return self.blocked_after != self.blocked_before
+
+
+def server_suggestions_preview(*, server: McpServer, tool_ids=None) -> list[SuggestionPreview]:
+    """Per tool with a suggested verb or capabilities (all live tools of the server, or those in
+    `tool_ids`), what accepting them would change, certified on the would-be overlay (nothing
+    is stored). Issue 20: a suggested verb that becomes the admin's own is evidence for C5."""
+    tools = server.tools.filter(removed_in__isnull=True).order_by("position", "name")
     if tool_ids is not None:
         tools = tools.filter(pk__in=list(tool_ids))
-    changes = {}
-    for tool in tools.only("id", "definition"):
-        meta = tool.definition.get("_meta") if isinstance(tool.definition.get("_meta"), dict) else {}
-        suggested = meta.get(SUGGESTED_KEY) or []
-        accepted = {}
-        if "verb" in suggested:
-            accepted["verb"] = meta.get(VERB_KEY)
-        if "capabilities" in suggested:
-            accepted["capabilities"] = meta.get(CAPABILITIES_KEY)
-        if accepted:
-            changes[tool.pk] = accepted
-    return _apply(server, changes, who=who) if changes else []
+    tenant = current_tenant()
+    scenarios, language, now = tenant_scenarios(tenant), tenant_language(tenant), timezone.now()
+    tools = list(tools.only("id", "name", "prefixed_name", "definition", "server_definition", "overlay", "certification"))
+    probe_blocked = standing_probe_blocks(tools)
+    previews = []
+    for tool in tools:
+        changes = _suggested_changes(tool)
+        if not changes:
+            continue
+        overlay = merged_overlay(tool.overlay, changes, who="", now=now)
+        _effective, findings = overlay_verdict(server=server, definition=tool.server_definition or tool.definition,
+                                               overlay=overlay, scenarios=scenarios, language=language)
+        previews.append(SuggestionPreview(
+            tool=tool, changes=changes, blocked_before=tool.certification == Tool.Certification.BLOCKED,
+            blocked_after=is_blocking(findings) or tool.pk in probe_blocked,
+            findings=[finding for finding in findings if finding.blocking],
+        ))
+    return previews
+
+
+def server_accept_suggestions(*, server: McpServer, who: str, tool_ids=None, confirmed=()) -> tuple[list[Tool], list]:
+    """Make the gateway's suggested verb and capabilities the admin's own (all live tools of
+    the server, or those in `tool_ids`): they stay when the suggestion would change. A tool that
+    accepting would block keeps its suggestions unless its id is in `confirmed`. Returns the
+    tools changed and the previews of those held back."""
+    confirmed = {str(tool_id) for tool_id in confirmed}
+    previews = server_suggestions_preview(server=server, tool_ids=tool_ids)
+    held = [p for p in previews if p.would_block and str(p.tool.pk) not in confirmed]
+    held_ids = {p.tool.pk for p in held}
+    changes = {p.tool.pk: p.changes for p in previews if p.tool.pk not in held_ids}
+    return (_apply(server, changes, who=who) if changes else []), held
+
+
+def _suggested_changes(tool: Tool) -> dict:
+    meta = tool.definition.get("_meta") if isinstance(tool.definition.get("_meta"), dict) else {}
+    suggested = meta.get(SUGGESTED_KEY) or []
+    accepted = {}
+    if "verb" in suggested:
+        accepted["verb"] = meta.get(VERB_KEY)
+    if "capabilities" in suggested:
+        accepted["capabilities"] = meta.get(CAPABILITIES_KEY)
+    return accepted
 
 
 def server_set_contract_mode(*, server: McpServer, mode: str) -> McpServer:

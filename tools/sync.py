@@ -24,12 +24,10 @@ from asixto.errors import ApplicationError
 from tenants.selectors import current_tenant
 from tools import mcp
 from tools.catalog import ListedTool, diff_listing, prefixed_name, read_listing
-from tools.catalog import definition_hash as hash_of
 from tools.catalog_cache import catalog_changed
 from tools.certification import (
     VERDICT_FIELDS,
     certification_basis_for,
-    effective_for,
     finding_codes,
     finding_row,
     judge,
@@ -210,9 +208,7 @@ def _store_listing(server: McpServer, listed: list[ListedTool], server_findings)
             continue
         wanted = {"position": position, "prefixed_name": prefixed_name(server.slug, entry.name), "server_hash": entry.hash}
         changes = [field for field, value in wanted.items() if getattr(stored, field) != value]
-        effective, _notes = effective_for(entry.definition, overlay=stored.overlay, server=server, scenarios=scenarios, language=language)
-        effective_hash = hash_of(effective)
-        recertify = stored.definition_hash != effective_hash or stored.certification_basis != basis_of(effective_hash)
+        recertify = stored.certification_basis != basis_of(entry.hash, stored.overlay)
         if not changes and not recertify:
             continue  # untouched: its row, verdict and findings stay as they are
         tool = Tool(

@@ -144,7 +144,7 @@ class TurnSerializer(serializers.ModelSerializer):
         model = Turn
         fields = [
             "id", "conversation", "status", "message", "reply", "error", "events", "tool_calls", "truncations",
-            "iterations", "turn_chars", "runs", "created_at", "started_at", "finished_at", "url", "events_url",
+            "iterations", "turn_chars", "runs", "created_at", "started_at", "finished_at", "url", "events_url", "trace_id",
         ]
 
     def get_message(self, turn) -> dict:

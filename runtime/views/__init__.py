@@ -15,6 +15,7 @@ urlpatterns = [
     path("playground/", playground.playground_page, name="playground"),
     path("playground/messages/", playground.playground_post, name="playground_post"),
     path("turns/<uuid:pk>/events/", playground.turn_events, name="turn_events"),
+    path("turns/<uuid:pk>/calls/", playground.turn_calls, name="turn_calls"),
     path("webhooks/", webhooks.webhooks_page, name="webhooks"),
     path("webhooks/<uuid:pk>/", webhooks.webhook_change, name="webhook_change"),
     path("webhooks/<uuid:pk>/secret/", webhooks.webhook_rotate, name="webhook_rotate"),

@@ -1,7 +1,8 @@
 """The playground: an admin talks to the agent through the same channel service a channel uses
 (`runtime.channel`), and watches the turn's status events and reply arrive live over SSE.
 
-`turn_events` is the dashboard's variant of the API's event stream: the same events, for a
+`turn_calls` lists the tool calls of a turn (name, outcome, a link to the call record) for the
+playground's transcript (issue 20). `turn_events` is the dashboard's variant of the API's event stream: the same events, for a
 signed-in user of the tenant instead of an API key."""
 
 from django.http import HttpResponse, JsonResponse
@@ -13,7 +14,8 @@ from django.views.decorators.http import require_POST
 from asixto.errors import error_body
 from runtime import channel, events, turn_errors
 from runtime.forms import PlaygroundMessageForm
-from runtime.models import Conversation, Turn
+from runtime.models import Conversation, Turn, TurnStep
+from tools.models import ToolCall
 from runtime.stream_slots import StreamsFull
 from tenants.access import admin_page, tenant_page
 
@@ -55,8 +57,21 @@ def playground_post(request):
     return JsonResponse({
         "turn": str(turn.pk), "conversation": str(conversation.pk),
         "events_url": reverse("dashboard:turn_events", args=[turn.pk]),
+        "calls_url": reverse("dashboard:turn_calls", args=[turn.pk]),
         "conversation_url": reverse("dashboard:conversation", args=[conversation.pk]),
     }, status=202)
+
+
+@admin_page
+def turn_calls(request, pk):
+    """The tool calls of one turn, in the order they were made (the turn's own tool steps)."""
+    turn = get_object_or_404(Turn.objects.only("id"), pk=pk)
+    outcomes = dict(ToolCall.Outcome.choices)
+    steps = TurnStep.objects.filter(turn=turn, kind=TurnStep.Kind.TOOL).order_by("index")
+    return JsonResponse({"calls": [{
+        "tool": step.tool_name, "outcome": step.outcome, "outcome_label": str(outcomes.get(step.outcome, step.outcome or "…")),
+        "url": reverse("dashboard:call", args=[step.record_id]) if step.record_id else "",
+    } for step in steps]})
 
 
 @tenant_page

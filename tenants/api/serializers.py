@@ -51,6 +51,7 @@ class TenantSettingsSerializer(StrictModelSerializer):
             "router_base_url", "router_model_name", "router_api_key", "router_api_key_set",
             "price_in_per_million", "price_out_per_million",
             "iteration_limit", "result_budget", "turn_budget", "public_sources", "search_url", "scenarios", "exposure_policy", "server_quota",
+            "trace_contents",
         ]
         read_only_fields = ["slug", "name"]
 

@@ -41,6 +41,9 @@ def test_an_admin_talks_to_the_agent_and_follows_the_events(alpha, eager, django
         assert response.status_code == 202, response.content
         body = response.json()
         events = stream_text(client.get(body["events_url"]))
+        calls = client.get(body["calls_url"], HTTP_ACCEPT_LANGUAGE="en").json()["calls"]  # issue 20: shown inline
+        assert [(c["tool"], c["outcome"], c["outcome_label"]) for c in calls] == [("crm__buscar_producto", "ok", "ok")]
+        assert calls[0]["url"].startswith("/calls/")
         assert "event: status" in events and "event: reply" in events and "Tenemos un router." in events
         assert events.index("event: status") < events.index("event: reply")
         with alpha.schema():
@@ -106,7 +109,8 @@ def test_it_never_posts_into_a_customers_or_another_tenants_conversation(alpha, 
 
 
 def test_the_event_stream_is_for_this_tenants_signed_in_users(alpha, beta):
-    """T1, T4: B's turn is a 404 on A's domain; support staff may watch A's turn; visitors may not."""
+    """T1, T4: B's turn is a 404 on A's domain; support staff may watch A's turn; visitors may not;
+    the list of a turn's tool calls is for A's admins."""
     with agent(alpha, ""), agent(beta, ""):
         mine = run(alpha, post(alpha, "Hola"))
         theirs = run(beta, post(beta, "Hola"))
@@ -114,3 +118,7 @@ def test_the_event_stream_is_for_this_tenants_signed_in_users(alpha, beta):
     assert alpha.dashboard("ana").get(f"/turns/{theirs.pk}/events/").status_code == 404
     assert "event: reply" in stream_text(alpha.dashboard("sam").get(f"/turns/{mine.pk}/events/"))
     assert alpha.dashboard().get(f"/turns/{mine.pk}/events/").status_code == 302
+    # The turn's tool calls (issue 20): this tenant's admins only.
+    assert alpha.dashboard("ana").get(f"/turns/{theirs.pk}/calls/").status_code == 404
+    assert alpha.dashboard("ana").get(f"/turns/{mine.pk}/calls/").json() == {"calls": []}
+    assert alpha.dashboard("sam").get(f"/turns/{mine.pk}/calls/").status_code == 403

@@ -1,6 +1,7 @@
-"""The playground in real headless Chromium (A2, R1, R9): the admin types a message, the page posts
-it, the turn runs on a real Celery worker, and the status event and the reply arrive over SSE
-while the page is open."""
+"""The playground in real headless Chromium (A2, R1, R9, G9): the admin types a message (Enter sends,
+Shift+Enter adds a line), the page posts it, the turn runs on a real Celery worker, and the status
+event and the reply arrive over SSE while the page is open, with the turn's tool calls inline
+(name, outcome, a link to the call record); the customer's messages on the right, as chat apps do."""
 
 import pytest
 from celery.contrib.testing.worker import start_worker
@@ -16,7 +17,8 @@ from tests.tools.gateway_support import certified_tool, ok_result
 
 @pytest.mark.browser
 def test_the_admin_talks_to_the_agent_and_sees_the_turn_live(committed_world, live_server_port, django_db_blocker):  # noqa: F811
-    """A2, R1, R9: the status built from the tool's verb, then the reply, on the page."""
+    """A2, R1, R9, G9, issue 20: Enter sends, Shift+Enter adds a line; the status built from the
+    tool's verb, the tool call with its outcome and record link, then the reply, on the page."""
     from playwright.sync_api import sync_playwright
 
     peer = FaultyPeer([ok_result()])
@@ -35,12 +37,24 @@ def test_the_admin_talks_to_the_agent_and_sees_the_turn_live(committed_world, li
             page.click("main button[type=submit]")
             page.wait_for_url(f"{base}/playground/")
             assert page.locator("#model-hint").count() == 0
-            page.fill("#say-text", "¿Tienen routers?")
-            page.click("#send")
+            page.click("#say-text")
+            page.keyboard.type("¿Tienen")
+            page.keyboard.press("Shift+Enter")
+            page.keyboard.type("routers?")
+            assert page.locator("#chat .bubble").count() == 0  # Shift+Enter only added a line
+            page.keyboard.press("Enter")
             page.wait_for_selector(".bubble.agent", timeout=60_000)
+            page.wait_for_selector(".bubble.call", timeout=30_000)
             bubbles = page.locator("#chat .bubble").all_inner_texts()
+            call_text = page.inner_text(".bubble.call")
+            record = page.get_attribute(".bubble.call a", "href")
+            customer_box, agent_box = page.locator(".bubble.customer").bounding_box(), page.locator(".bubble.agent").bounding_box()
             link = page.get_attribute("#conversation-link", "href")
             browser.close()
-    assert bubbles[0] == "¿Tienen routers?" and bubbles[-1] == "Sí, tenemos el router AX-55."
+    assert bubbles[0] == "¿Tienen\nrouters?" and bubbles[-1] == "Sí, tenemos el router AX-55."
+    assert "crm__buscar_producto" in call_text and ("correcta" in call_text or "ok" in call_text), call_text
+    assert record and record.startswith("/calls/")
+    assert customer_box["x"] + customer_box["width"] > agent_box["x"] + agent_box["width"]  # customer right, agent left
+    assert customer_box["x"] > agent_box["x"]
     assert "Abriendo el caso de soporte…" in bubbles[1:-1], bubbles  # the sample tool's verb: "abrir un caso de soporte"
     assert link and link.startswith("/conversations/")

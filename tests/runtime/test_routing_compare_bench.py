@@ -27,7 +27,8 @@ def test_it_reports_the_correct_tool_rate_with_routing_off_and_on(tmp_path, db):
          "expected": "buscar_producto", "lang": "es"},
         {"id": "b", "messages": [{"role": "user", "content": "Gracias, eso era todo"}], "expected": None, "lang": "es"},
     ]), encoding="utf-8")
-    database = f"{connection.settings_dict['NAME']}_routing_compare"
+    # A bench drops only databases named as a bench's (bench/_django.py); this test database's own one
+    database = f"asixto_bench_{connection.settings_dict['NAME']}_routing_compare"
     try:
         done = subprocess.run(
             [sys.executable, "bench/routing_compare.py", str(dataset), "--catalog", "datasets/asixto_soporte_catalog.json",

@@ -1,6 +1,7 @@
 """A real Celery worker in a child process, for tests that must kill one mid-task:
 
     with worker_process(visibility_timeout=2) as process: ...   # process.kill() to simulate a crash
+    with run_script_process("worker", log) as process: ...     # the worker or beat as `./run` starts it
 
 It runs the project's app with the threads pool on the tests' database and Redis database. A
 short Redis visibility timeout makes a later worker take back what a killed one left unacked."""
@@ -8,11 +9,13 @@ short Redis visibility timeout makes a later worker take back what a killed one 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 
-from tests.support.web_servers import ROOT, _database_url
+from tests.support.web_servers import ROOT, _database_url, process_stop
 
 
 def main():
@@ -34,24 +37,44 @@ def main():
 
 @contextmanager
 def worker_process(*, visibility_timeout: float = 3600, concurrency: int = 4, loglevel: str = "WARNING",
-                   stderr=None, **env):
-    """`stderr`: a file for the worker's log (default: the test's own stderr)."""
+                   stderr=None, own_group: bool = False, **env):
+    """`stderr`: a file for the worker's log (default: the test's own stderr); `own_group`: in a
+    new session (its own process group, as on another machine), all of it stopped at the end."""
     environ = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "DATABASE_URL": _database_url(),
                "DB_CONN_MAX_AGE": "0", "TEST_VISIBILITY_TIMEOUT": str(visibility_timeout),
                "TEST_CONCURRENCY": str(concurrency), "TEST_LOGLEVEL": loglevel, **{k: str(v) for k, v in env.items()}}
     # The banner goes nowhere; warnings and errors still reach the test's output (stderr).
     process = subprocess.Popen([sys.executable, "-m", "tests.support.celery_worker"], cwd=ROOT, env=environ,
-                               stdout=subprocess.DEVNULL, stderr=stderr)
+                               stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=own_group)
     try:
         yield process
     finally:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
+        process_stop(process, own_group=own_group, grace=20)
+
+
+def run_script_command(kind: str) -> str:
+    """The shell command `./run` starts the Celery `kind` ("worker", "beat") with, as written there."""
+    script = (ROOT / "run").read_text().replace("\\\n", " ")  # continued lines as one
+    line = next(line for line in script.splitlines() if re.search(rf"^[^#]*\bcelery\b.*\b{kind}\b", line))
+    return line.split(" &")[0].strip()
+
+
+@contextmanager
+def run_script_process(kind: str, log: Path, *, loglevel: str = "DEBUG", **env):
+    """The Celery `kind` started with `./run`'s own command line (plus `--loglevel`, and for beat a
+    schedule file beside `log`), on the tests' database and Redis, in a session of its own (as on
+    another host); its log goes to `log`. The whole group is stopped at the end."""
+    environ = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "DATABASE_URL": _database_url(),
+               "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+               **{k: str(v) for k, v in env.items()}}
+    extra = f" --loglevel={loglevel}" + (f" --schedule={log.with_suffix('.schedule')}" if kind == "beat" else "")
+    with log.open("w") as output:
+        process = subprocess.Popen(["bash", "-c", f"{run_script_command(kind)}{extra}"], cwd=ROOT, env=environ,
+                                   stdout=subprocess.DEVNULL, stderr=output, start_new_session=True)
+    try:
+        yield process
+    finally:
+        process_stop(process, own_group=True, grace=20)
 
 
 if __name__ == "__main__":

@@ -95,6 +95,7 @@ class ScriptedModel:
     script: list  # Moves, or callables that take the request body and return a Move
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    clients: list[tuple[str, int] | None] = field(default_factory=list)  # each request's (host, port)
     arrived: threading.Event = field(default_factory=threading.Event)
 
     def app(self):
@@ -107,6 +108,7 @@ class ScriptedModel:
                 return
             self.requests.append(json.loads(body))
             self.headers.append({k.decode().lower(): v.decode() for k, v in scope["headers"]})
+            self.clients.append(tuple(scope["client"]) if scope.get("client") else None)
             move = self.script[min(len(self.requests), len(self.script)) - 1]
             if callable(move):
                 move = move(self.requests[-1])

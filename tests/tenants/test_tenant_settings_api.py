@@ -133,3 +133,26 @@ def test_the_settings_form_clears_the_key_when_the_endpoint_moves(alpha):
     client.post("/settings/", {**SETTINGS_FORM, "model_base_url": "https://93.184.216.35/v1"})
     connection.set_schema_to_public()
     assert Tenant.objects.get(pk=alpha.tenant.pk).model_api_key == ""
+
+
+def test_trace_contents_is_off_until_an_admin_turns_it_on_in_the_api_or_the_dashboard(alpha):
+    """Issue 21 (traces), T6, A4: "trace contents" (the customer's message and tool arguments in
+    traces) is off by default; an admin key or the dashboard's agent settings turn it on and off;
+    anything but a boolean is refused and changes nothing."""
+    from tests.tenants.test_dashboard import SETTINGS_FORM
+
+    assert alpha.api().get(URL).json()["trace_contents"] is False
+    assert_refused_and_unchanged(alpha, patch(alpha, {"trace_contents": "maybe"}), "trace_contents")
+    assert alpha.api().get(URL).json()["trace_contents"] is False
+    assert patch(alpha, {"trace_contents": True}).json()["trace_contents"] is True
+    connection.set_schema_to_public()
+    assert Tenant.objects.get(pk=alpha.tenant.pk).trace_contents is True
+
+    client = alpha.dashboard("ana")
+    assert 'name="trace_contents"' in client.get("/settings/").content.decode()
+    client.post("/settings/", SETTINGS_FORM)  # the box left unticked
+    connection.set_schema_to_public()
+    assert Tenant.objects.get(pk=alpha.tenant.pk).trace_contents is False
+    client.post("/settings/", {**SETTINGS_FORM, "trace_contents": "on"})
+    connection.set_schema_to_public()
+    assert Tenant.objects.get(pk=alpha.tenant.pk).trace_contents is True

@@ -1,7 +1,7 @@
 """Re-syncs write only what changed (M5, P2): an unchanged catalog leaves every tool row,
 verdict and finding as it was; a changed tool is certified again and the others are not; a
-change in what a verdict depends on besides the definition (the tenant's scenarios) certifies
-unchanged definitions again. Real SDK servers on loopback, through the services. A row that is
+change in what a verdict depends on besides the definition (the tenant's scenarios, the admin's
+overlay, the definition size limit) certifies unchanged definitions again. Real SDK servers on loopback, through the services. A row that is
 rewritten gets a new physical address (`ctid`) in PostgreSQL, which is how "untouched" is told."""
 
 import pytest
@@ -106,3 +106,33 @@ def test_it_certifies_unchanged_definitions_again_when_the_scenarios_change(alph
             rules = set(Finding.objects.filter(server=server, tool__isnull=False).values_list("rule", flat=True))
     assert not version.has_changes
     assert verdicts == {"blocked"} and "C6" in rules
+
+
+def test_it_certifies_again_a_tool_whose_overlay_changed_outside_the_services(alpha, scenarios):
+    """M5, C2: what a verdict is computed from includes the admin's overlay; an overlay written
+    without certifying again (an old row, a manual fix) is certified by the next sync of the
+    same listing, and only that tool."""
+    with serve_asgi(catalog_of_three().app()) as url, alpha.schema():
+        server = server_create(data={"slug": "soporte", "transport": "streamable_http", "url": f"{url}/mcp"})
+        catalog_sync(server=server)
+        Tool.objects.filter(server=server, name="crear_cita").update(overlay={"description": "Crea una cita. No la uses para moverla."})
+        before = snapshot(server)
+        catalog_sync(server=server)
+        after = snapshot(server)
+        tool = Tool.objects.get(server=server, name="crear_cita")
+    assert tool.definition["description"] == "Crea una cita. No la uses para moverla."
+    assert after["judged"]["crear_cita"] > before["judged"]["crear_cita"] and after["findings"]["crear_cita"] == []
+    assert after["rows"]["abrir_caso_soporte"] == before["rows"]["abrir_caso_soporte"]
+
+
+def test_it_certifies_again_when_the_definition_size_limit_changes(alpha, scenarios, settings):
+    """M5: a definition over a lowered ASIXTO_MAX_TOOL_DEFINITION_BYTES is stored as a stand-in
+    and blocked by the next sync of the same listing, though the server changed nothing."""
+    with serve_asgi(catalog_of_three().app()) as url, alpha.schema():
+        server = server_create(data={"slug": "soporte", "transport": "streamable_http", "url": f"{url}/mcp"})
+        catalog_sync(server=server)
+        settings.ASIXTO_MAX_TOOL_DEFINITION_BYTES = 200
+        catalog_sync(server=server)
+        tools = {tool.name: tool for tool in Tool.objects.filter(server=server)}
+    assert {tool.certification for tool in tools.values()} == {"blocked"}
+    assert all(tool.definition.get("com.asixto/omitted", {}).get("limit") == 200 for tool in tools.values())

@@ -6,6 +6,7 @@ example support desk: its case count proves whether a side effect happened."""
 import json
 
 import pytest
+from django.conf import settings
 from django.utils import translation
 from django.utils.html import escape
 
@@ -159,3 +160,18 @@ def test_the_field_guide_reads_naturally_in_both_languages():
     assert rows["tipo"]["kind"] == "uno de falla, instalacion, cobro" and not rows["prioridad"]["required"]
     with translation.override("en"):
         assert field_guide(schema)[0]["limits"] == "at least 1 character, at most 20 characters"
+
+
+def test_the_console_forms_show_that_a_call_is_running(alpha, soporte, desk):
+    """A2, A3, issue 20: the console's form and its confirmation are marked to show "Llamando…" on
+    their button while the call runs (app.js, progressive enhancement); Cancel is not."""
+    admin = alpha.dashboard("ana")
+    page = admin.get(f"/tools/{soporte.pk}/", HTTP_ACCEPT_LANGUAGE="es").content.decode()
+    assert 'id="console-form" novalidate data-busy="Llamando…"' in page
+    asked = admin.post(f"/tools/{soporte.pk}/", {"arguments": json.dumps(CASE), "channel": "chat"},
+                       HTTP_ACCEPT_LANGUAGE="es").content.decode()
+    confirm = asked.split('id="console-confirm"')[1]
+    assert '<form method="post" data-busy="Llamando…">' in confirm
+    assert 'id="console-cancel" data-no-busy' in confirm
+    script = (settings.BASE_DIR / "static" / "asixto" / "app.js").read_text()
+    assert "form[data-busy]" in script and "button.disabled = true" in script

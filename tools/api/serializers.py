@@ -147,6 +147,11 @@ class OverlaySerializer(StrictSerializer):
 
 class AcceptSuggestionsSerializer(StrictSerializer):
     tools = serializers.ListField(child=serializers.UUIDField(), max_length=1000, required=False)
+    confirm = serializers.ListField(
+        child=serializers.UUIDField(), max_length=1000, required=False,
+        help_text="Tools whose suggestions are accepted even though they would block the tool; "
+                  "any other such tool keeps its suggestions.",
+    )
 
 
 class ToolUpdateSerializer(StrictSerializer):

@@ -219,12 +219,14 @@ class ToolOverlayView(APIView):
 
 
 class ServerAcceptSuggestionsView(APIView):
-    """Accept the suggested verb and capabilities of every tool of a server (or of `tools`)."""
+    """Accept the suggested verb and capabilities of every tool of a server (or of `tools`). A tool
+    that accepting would block keeps its suggestions unless it is listed in `confirm`."""
 
     @extend_schema(request=s.AcceptSuggestionsSerializer, responses=s.ToolSerializer(many=True))
     def post(self, request, pk):
         server = get_object_or_404(selectors.servers(), pk=pk)
         data = s.AcceptSuggestionsSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        overlays.server_accept_suggestions(server=server, who=str(request.user), tool_ids=data.validated_data.get("tools"))
+        overlays.server_accept_suggestions(server=server, who=str(request.user), tool_ids=data.validated_data.get("tools"),
+                                           confirmed=data.validated_data.get("confirm") or ())
         return Response(s.ToolSerializer(selectors.tools(server_slug=server.slug), many=True).data)

@@ -29,7 +29,7 @@ from django.db import connection
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
-from asixto import metrics
+from asixto import metrics, tracing
 from asixto.json_input import JsonInputError, check_json
 from tenants.selectors import current_tenant
 from tools import mcp
@@ -137,6 +137,7 @@ def find_tool(*, name: str | None = None, tool_id=None) -> Tool | None:
     return cached(("tool", name, str(tool_id) if tool_id else None), load)
 
 
+@tracing.tool_call
 def call_tool(*, arguments: dict, context: CallContext, name: str | None = None, tool_id=None) -> CallOutcome:
     """Call one tool by its model-visible name (or id, for the console). Never raises for what a
     server or a model did wrong: every failure is an outcome the model can be told about."""
@@ -144,6 +145,7 @@ def call_tool(*, arguments: dict, context: CallContext, name: str | None = None,
     tenant = current_tenant()
     tool = find_tool(name=name, tool_id=tool_id)
     shown_name = tool.prefixed_name if tool else (name or str(tool_id))
+    tracing.annotate(**{"asixto.tool": shown_name, "asixto.server": tool and tool.server.slug, "asixto.tool.level": tool and tool.level})
     # The record's id is known before anything is sent: the journal names it for each attempt (journal.py).
     record_id = uuid.uuid4()
     with _in_language(tenant.language or settings.LANGUAGE_CODE):

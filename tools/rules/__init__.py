@@ -44,13 +44,16 @@ __all__ = [
 ]
 
 
-def certify_definition(tool: dict, *, server_slug: str, scenarios: list[str] | None, compatible: bool = False) -> list[Finding]:
+def certify_definition(tool: dict, *, server_slug: str, scenarios: list[str] | None, compatible: bool = False,
+                       overlaid=()) -> list[Finding]:
     """Findings of a tool definition against C1–C6 and M6, in rule order.
 
     `scenarios` is the tenant's scenario list (T6) that capabilities must come
     from; None when the tenant has not set one, which skips that check.
     `compatible`: the server's contract mode (overlay.py): a missing outputSchema
-    then means text results (a warning), not a block.
+    then means text results (a warning), not a block, and so does a missing
+    capability list (the tool's words named none of the scenarios).
+    `overlaid`: the overlay fields the admin set, so hints point to the overlay.
     """
     if not isinstance(tool, dict):
         tool = {}
@@ -64,7 +67,7 @@ def certify_definition(tool: dict, *, server_slug: str, scenarios: list[str] | N
         *check_description(tool.get("description")),
         *check_input_schema(tool.get("inputSchema")),
         *check_output_schema(tool.get("outputSchema"), compatible=compatible),
-        *check_annotations(tool.get("annotations"), name=name, verb_phrase=verb_phrase),
-        *check_meta(meta, scenarios=scenarios),
+        *check_annotations(tool.get("annotations"), name=name, verb_phrase=verb_phrase, overlaid=overlaid),
+        *check_meta(meta, scenarios=scenarios, compatible=compatible),
         *check_task_support(tool.get("execution")),
     ]

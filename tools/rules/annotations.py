@@ -51,7 +51,9 @@ def write_evidence(name, verb_phrase) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def check_annotations(annotations, *, name=None, verb_phrase=None) -> list[Finding]:
+def check_annotations(annotations, *, name=None, verb_phrase=None, overlaid=()) -> list[Finding]:
+    """`overlaid`: the fields of the effective definition the admin's overlay set ("verb",
+    "level"), so a finding they cause points to the overlay, not to the server (issue 20)."""
     hints = annotations if isinstance(annotations, dict) else {}
     findings: list[Finding] = []
     # An undeclared hint warns rather than blocks: tool_level() reads it the
@@ -92,7 +94,7 @@ def check_annotations(annotations, *, name=None, verb_phrase=None) -> list[Findi
                     _("The tool declares readOnlyHint: true but its name or verb says it writes ({verbs})."),
                     verbs=", ".join(evidence),
                 ),
-                _("Set readOnlyHint: false. If the tool really only reads, rename it with a reading verb (consultar_, buscar_)."),
+                _read_only_writes_hint(name, verb_phrase, overlaid),
             )
         )
     destroys = [w for w in evidence if w in DESTRUCTIVE_VERBS]
@@ -113,3 +115,18 @@ def check_annotations(annotations, *, name=None, verb_phrase=None) -> list[Findi
             )
         )
     return findings
+
+
+def _read_only_writes_hint(name, verb_phrase, overlaid):
+    """Where to fix a read-only tool that writes: the overlay when the overlay is the cause."""
+    name_evidence = write_verbs(name_words(name)) if isinstance(name, str) else []
+    if "verb" in overlaid and not name_evidence:
+        return format_lazy(
+            _("The verb phrase “{verb}” is your overlay's, not the server's: change it in the tool's overlay "
+              "(Contract overlays on the server's page), or set the tool's level to write there."),
+            verb=verb_phrase,
+        )
+    if "level" in overlaid:
+        return _("The level read is your overlay's, not the server's: set it to write in the tool's overlay "
+                 "(Contract overlays on the server's page).")
+    return _("Set readOnlyHint: false. If the tool really only reads, rename it with a reading verb (consultar_, buscar_).")

@@ -5,7 +5,10 @@ to the model (R6) and to the customer while it runs (R9).
 Severity, and why: a missing or malformed capability list or verb blocks,
 because the router has nowhere to place the tool and no wording to compose
 its instruction with. Capabilities that are partly unknown, and verb phrasing,
-only warn: the tool still works.
+only warn: the tool still works. In compatible mode a missing capability list
+warns too: the gateway suggests capabilities only from the tool's own words, and
+a tool whose words name none of the tenant's scenarios is routed by its name,
+verb and description until the admin places it (issue 20).
 """
 
 from django.utils.text import format_lazy
@@ -20,13 +23,22 @@ MAX_VERB_WORDS = 10
 MAX_VERB_LENGTH = 80
 
 
-def check_meta(meta, *, scenarios: list[str] | None) -> list[Finding]:
+def check_meta(meta, *, scenarios: list[str] | None, compatible: bool = False) -> list[Finding]:
     """`scenarios` is the tenant's scenario list (T6); None skips that check."""
     meta = meta if isinstance(meta, dict) else {}
-    return _check_capabilities(meta.get(CAPABILITIES_KEY), scenarios) + _check_verb(meta.get(VERB_KEY))
+    return _check_capabilities(meta.get(CAPABILITIES_KEY), scenarios, compatible) + _check_verb(meta.get(VERB_KEY))
 
 
-def _check_capabilities(capabilities, scenarios) -> list[Finding]:
+def _check_capabilities(capabilities, scenarios, compatible=False) -> list[Finding]:
+    if compatible and capabilities in (None, []):
+        return [
+            warning(
+                "C6",
+                _("The tool's name and description name none of the agent's scenarios, so it has no capabilities."),
+                _("Choose its scenarios in the tool's overlay (Contract overlays on the server's page); until then "
+                  "routing places it by its name, verb and description."),
+            )
+        ]
     if (
         not isinstance(capabilities, list)
         or not capabilities

@@ -12,8 +12,6 @@ the model read the effective definition; the server's stays stored beside it, un
 Pure functions over plain data.
 """
 
-import copy
-
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
@@ -41,9 +39,12 @@ def effective_definition(definition: dict, *, overlay: dict | None, compatible: 
                          ) -> tuple[dict, list[Finding]]:
     """The effective definition and the warnings that say what the gateway added. `suggestion`:
     {"verb": ..., "capabilities": [...]} (suggestions.py), used only in compatible mode for what
-    neither the server nor the overlay gives."""
+    neither the server nor the overlay gives; or a function that returns it, called only then."""
     overlay = overlay or {}
-    effective = copy.deepcopy(definition) if isinstance(definition, dict) else {}
+    # A shallow copy: every part changed below (description, _meta, annotations, inputSchema) is
+    # replaced by a new object, never changed in place, so the server's definition stays as sent.
+    # A deep copy of 5,000 definitions cost more than certifying them (P2).
+    effective = dict(definition) if isinstance(definition, dict) else {}
     notes: list[Finding] = []
     meta = dict(effective.get("_meta")) if isinstance(effective.get("_meta"), dict) else {}
     meta.pop(SUGGESTED_KEY, None)  # only the gateway says what it suggested
@@ -59,16 +60,19 @@ def effective_definition(definition: dict, *, overlay: dict | None, compatible: 
         annotations.update(LEVEL_ANNOTATIONS[overlay["level"]])
         effective["annotations"] = annotations
     if compatible:
+        has_verb = isinstance(meta.get(VERB_KEY), str) and bool(meta[VERB_KEY].strip())
+        has_capabilities = isinstance(meta.get(CAPABILITIES_KEY), list) and bool(meta[CAPABILITIES_KEY])
+        if callable(suggestion):
+            suggestion = suggestion() if not (has_verb and has_capabilities) else None
         suggestion = suggestion or {}
-        if not (isinstance(meta.get(VERB_KEY), str) and meta[VERB_KEY].strip()) and suggestion.get("verb"):
+        if not has_verb and suggestion.get("verb"):
             meta[VERB_KEY] = suggestion["verb"]
             suggested.append("verb")
             notes.append(warning(
                 "C6", format_lazy(_("The verb phrase “{verb}” is a suggestion of Asixto, not the server's."), verb=suggestion["verb"]),
                 _("Confirm or edit it in the tool's overlay (Contract overlays on the server's page)."),
             ))
-        capabilities = meta.get(CAPABILITIES_KEY)
-        if not (isinstance(capabilities, list) and capabilities) and suggestion.get("capabilities"):
+        if not has_capabilities and suggestion.get("capabilities"):
             meta[CAPABILITIES_KEY] = list(suggestion["capabilities"])
             suggested.append("capabilities")
             notes.append(warning(

@@ -18,7 +18,7 @@ from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
 from .findings import Finding, blocking, warning
-from .validation import INVALID, MISSING_REF, PATTERN, REF_LOOP, REMOTE_REF, schema_error, schema_problems, validator_class
+from .validation import INVALID, MISSING_REF, PATTERN, REF_LOOP, REMOTE_REF, schema_check, schema_error, validator_class
 
 __all__ = ["check_input_schema", "check_output_schema", "schema_error", "validator_class"]
 
@@ -36,10 +36,10 @@ def check_input_schema(schema) -> list[Finding]:
                 _("Declare an inputSchema with type object, its properties and additionalProperties: false."),
             )
         ]
-    problem = _shape_problem(schema)
+    problem, problems = _shape_problem(schema)
     if problem:
         return [blocking("C3", format_lazy(_INVALID["inputSchema"], problem=problem), _INVALID_HINT)]
-    findings: list[Finding] = _safety_findings("C3", "inputSchema", schema)
+    findings: list[Finding] = _safety_findings("C3", "inputSchema", problems)
     if schema.get("additionalProperties") is not False:
         findings.append(
             blocking(
@@ -86,10 +86,10 @@ def check_output_schema(schema, *, compatible: bool = False) -> list[Finding]:
                 _("Declare an outputSchema of type object describing structuredContent."),
             )
         ]
-    problem = _shape_problem(schema)
+    problem, problems = _shape_problem(schema)
     if problem:
         return [blocking("C4", format_lazy(_INVALID["outputSchema"], problem=problem), _INVALID_HINT)]
-    return _safety_findings("C4", "outputSchema", schema)
+    return _safety_findings("C4", "outputSchema", problems)
 
 
 _INVALID = {
@@ -99,14 +99,15 @@ _INVALID = {
 _INVALID_HINT = _("Fix the schema so it is a valid JSON Schema (2020-12) whose type is object.")
 
 
-def _shape_problem(schema) -> str | None:
-    """A valid JSON Schema whose root is `type: object`, or why not."""
-    problem = schema_error(schema)
+def _shape_problem(schema) -> tuple[str | None, tuple]:
+    """Why `schema` is not a valid JSON Schema whose root is `type: object` (None if it is), and
+    what makes it unsafe to run (see validation.py)."""
+    problem, problems = schema_check(schema)
     if problem:
-        return problem
+        return problem, ()
     if schema.get("type") != "object":
-        return 'type must be "object"'
-    return None
+        return 'type must be "object"', ()
+    return None, problems
 
 
 # What makes a valid schema unsafe to run (see validation.py): one message and hint per kind.
@@ -136,9 +137,9 @@ _UNSUPPORTED = (
 _MAX_SAFETY_FINDINGS = 5
 
 
-def _safety_findings(rule: str, part: str, schema: dict) -> list[Finding]:
+def _safety_findings(rule: str, part: str, problems: tuple) -> list[Finding]:
     findings = []
-    for problem in schema_problems(schema)[:_MAX_SAFETY_FINDINGS]:
+    for problem in problems[:_MAX_SAFETY_FINDINGS]:
         if problem.kind == INVALID:  # too deep to walk
             findings.append(blocking(rule, format_lazy(_INVALID[part], problem=problem.detail), _INVALID_HINT))
             continue

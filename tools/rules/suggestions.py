@@ -1,6 +1,7 @@
 """Suggested `_meta` for a tool whose server does not declare ours (C6, issue 8): a verb phrase
 in the tenant's language ("get_current_time" → "consultar la hora actual" / "get the current
-time") and capabilities from the tenant's scenarios.
+time") and capabilities: the tenant's scenarios the tool's own words name, none when they name
+none (issue 20: never the tenant's whole list).
 
 Deterministic and small on purpose: a verb table (English and Spanish, see verbs.py) and a
 short glossary of common nouns and adjectives. A word outside the glossary is kept as it is;
@@ -93,13 +94,13 @@ def _contract(phrase: str) -> str:
 
 
 def suggest_capabilities(*, name: str, title: str = "", description: str = "", scenarios: list[str] | None) -> list[str]:
-    """The tenant's scenarios the tool's words mention; all of them when none is mentioned (the
-    admin narrows it); ["general"] when the tenant has none."""
+    """The tenant's scenarios the tool's own words mention, none when they mention none (the
+    admin places the tool); ["general"] when the tenant has no scenarios."""
     if not scenarios:
         return ["general"]
     words = set(name_words(name or "")) | set(phrase_words(title or "")) | set(phrase_words(description or "")[:60])
     mentioned = [s for s in scenarios if set(phrase_words(s)) & words]
-    return mentioned or list(scenarios)
+    return mentioned
 
 
 def _verb_of(word: str):

@@ -1,0 +1,328 @@
+"""Traces (OpenTelemetry): one trace per turn, from the channel API request through the Celery
+task to the turn's routing, each model call and each tool call through the gateway.
+
+Off unless `OTEL_EXPORTER_OTLP_ENDPOINT` is set: then `setup()` (once per process: the web
+process in asixto/wsgi.py, a worker from asixto/celery.py's worker signals) installs an SDK
+TracerProvider that exports over OTLP/HTTP in batches, and the Django, Celery, httpx and psycopg
+instrumentations. With no endpoint nothing is installed, and every hook below costs one check of
+a module variable (P1, P3).
+
+The hooks the runtime and the gateway use:
+    @tracing.turn          on the turn service's run: a `turn` span, its tenant, conversation and
+                           turn copied onto every span started inside it (`asixto.*`)
+    @tracing.model_request on the model client's `complete`: `model.request` (model, outcome, tokens)
+    @tracing.tool_call     on the gateway's `call_tool`: `tool.call` (tool, server, level, outcome, attempts)
+    tracing.span(name, **attributes)   a span for a block (`routing`)
+    tracing.annotate(**attributes)     attributes on the current span
+    tracing.routed(tool=…, record=…)   the routing decision on the current span
+    tracing.current_trace_id()         the trace id to store on a turn (32 hex), or None
+
+What never reaches an exported span (T7, and the customer's privacy): prompts, replies, tool
+arguments and results, secrets. Our spans carry ids, names, counts and outcomes only; the
+customer's message and a tool's arguments are added (cut to 1,000 characters) only when the
+tenant turns "trace contents" on. Whatever the instrumentations record passes `_Scrubbed` on its
+way out: no headers, no query strings or user info in URLs, a server's route instead of its
+path (a password link's token is in the path), SQL without its string literals, exceptions and
+statuses without their messages (an error may quote a value).
+"""
+
+import functools
+import json
+import os
+import re
+from contextlib import nullcontext
+from contextvars import ContextVar
+from urllib.parse import urlsplit, urlunsplit
+
+CONTENTS_CHARS = 1000
+TENANT, CONVERSATION, TURN = "asixto.tenant", "asixto.conversation", "asixto.turn"
+DEFAULT_EXCLUDED_URLS = "static/,favicon.ico"
+
+_provider = None  # the SDK TracerProvider when tracing is on
+_tracer = None
+_OFF = nullcontext()
+# The turn being traced on this thread: attributes every span gets, and whether contents may go in.
+_scope: ContextVar = ContextVar("asixto_trace_scope", default=None)
+
+
+def enabled() -> bool:
+    return _tracer is not None
+
+
+def setup(*, service: str = "asixto-web", exporter=None) -> bool:
+    """Install tracing for this process, once; True if it is on. `exporter` (tests: the SDK's
+    InMemorySpanExporter) replaces the OTLP exporter and is sent each span as it ends."""
+    global _provider, _tracer
+    if _provider is not None:
+        return True
+    if exporter is None and not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+        return False
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+
+    if exporter is None:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        # Endpoint, headers (a collector's token) and timeouts from the standard OTEL_EXPORTER_OTLP_* variables.
+        processor = BatchSpanProcessor(_Scrubbed(OTLPSpanExporter()))
+    else:
+        processor = SimpleSpanProcessor(_Scrubbed(exporter))
+    provider = TracerProvider(resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME") or service}))
+    provider.add_span_processor(_ScopeAttributes())
+    provider.add_span_processor(processor)
+    # Not the global provider: libraries that trace on their own (the MCP SDK) stay out, since what
+    # their spans carry was never checked; the instrumentations get this provider by hand.
+    _instrument(provider)
+    _provider, _tracer = provider, provider.get_tracer("asixto")
+    return True
+
+
+def flush():
+    """Send the spans still batched (a worker process about to exit)."""
+    if _provider is not None:
+        _provider.force_flush()
+
+
+def shutdown():
+    """Flush and remove what `setup()` installed (tests; a process that ends)."""
+    global _provider, _tracer
+    if _provider is None:
+        return
+    for instrumentor in _instrumentors():
+        instrumentor.uninstrument()
+    provider, _provider, _tracer = _provider, None, None
+    provider.shutdown()
+
+
+def _instrumentors():
+    from opentelemetry.instrumentation.celery import CeleryInstrumentor
+    from opentelemetry.instrumentation.django import DjangoInstrumentor
+    from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+    from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
+
+    return DjangoInstrumentor(), CeleryInstrumentor(), HTTPXClientInstrumentor(), PsycopgInstrumentor()
+
+
+def _instrument(provider):
+    django, celery, httpx, psycopg = _instrumentors()
+    # No header is captured (OTEL_INSTRUMENTATION_HTTP_CAPTURE_HEADERS_* unset; `_Scrubbed` drops any anyway).
+    django.instrument(tracer_provider=provider,
+                      excluded_urls=os.environ.get("OTEL_PYTHON_DJANGO_EXCLUDED_URLS") or DEFAULT_EXCLUDED_URLS)
+    # Continues the publisher's trace from the task message's headers (JSON messages carry them as they are).
+    celery.instrument(tracer_provider=provider)
+    httpx.instrument(tracer_provider=provider)
+    # Statements as Django sends them (placeholders, no values); never the parameters, no comments.
+    psycopg.instrument(tracer_provider=provider, capture_parameters=False, enable_commenter=False)
+
+
+# ---------------------------------------------------------------- hooks
+
+def current_trace_id() -> str | None:
+    """The current trace's id as 32 hex digits, or None (tracing off, or no span)."""
+    if _tracer is None:
+        return None
+    from opentelemetry import trace
+
+    context = trace.get_current_span().get_span_context()
+    return format(context.trace_id, "032x") if context.is_valid else None
+
+
+def span(name: str, **attributes):
+    """A span for a block (a no-op context when tracing is off)."""
+    if _tracer is None:
+        return _OFF
+    return _tracer.start_as_current_span(name, attributes=attributes)
+
+
+def annotate(**attributes):
+    """Attributes on the current span (nothing when tracing is off). None values are left out."""
+    if _tracer is None:
+        return
+    from opentelemetry import trace
+
+    trace.get_current_span().set_attributes({key: value for key, value in attributes.items() if value is not None})
+
+
+def routed(*, tool: str | None, record: dict):
+    """The routing decision on the current span: how many candidate tools the check found, the
+    outcome, the tool routed to. Never the facts the router read out of the message."""
+    if _tracer is None:
+        return
+    gate = record.get("gate") or {}
+    outcome = record.get("outcome") or ("asked" if "router" in record else "no_tool")
+    annotate(**{"asixto.routing.candidates": len(gate.get("candidates") or ()), "asixto.outcome": outcome,
+                "asixto.routing.tool": tool})
+
+
+def contents(text) -> str | None:
+    """`text` (a string, or a value written as JSON) cut to CONTENTS_CHARS, if the traced tenant
+    allows contents in traces; else None, and nothing is added."""
+    scope = _scope.get()
+    if scope is None or not scope[1]:
+        return None
+    if not isinstance(text, str):
+        text = json.dumps(text, ensure_ascii=False, default=str)
+    return text[:CONTENTS_CHARS]
+
+
+def turn(function):
+    """On the turn service's `_run(turn, …)`: a `turn` span whose tenant, conversation and turn
+    every span inside it carries; the customer's message too when the tenant allows contents."""
+
+    @functools.wraps(function)
+    def traced(turn, *args, **kwargs):
+        if _tracer is None:
+            return function(turn, *args, **kwargs)
+        from tenants.selectors import current_tenant
+
+        tenant = current_tenant()
+        common = {TENANT: tenant.slug, CONVERSATION: str(turn.conversation_id), TURN: str(turn.pk)}
+        annotate(**common)  # the Celery task's span, started before the turn was known
+        token = _scope.set((common, bool(tenant.trace_contents)))
+        try:
+            with _tracer.start_as_current_span("turn", attributes={"asixto.runs": turn.runs}) as current:
+                if tenant.trace_contents:
+                    current.set_attribute("asixto.message.text", contents(turn.message.text))
+                return function(turn, *args, **kwargs)
+        finally:
+            _scope.reset(token)
+
+    return traced
+
+
+def model_request(function):
+    """On the model client's `complete(*, endpoint, …)`: one `model.request` span per call, with the
+    model's name, the outcome (`ok` or the ModelError code) and the tokens the answer reports.
+    Never the prompt or the answer."""
+
+    @functools.wraps(function)
+    def traced(*, endpoint, **kwargs):
+        if _tracer is None:
+            return function(endpoint=endpoint, **kwargs)
+        with _tracer.start_as_current_span("model.request", attributes={"asixto.model": endpoint.model}) as current:
+            try:
+                answer = function(endpoint=endpoint, **kwargs)
+            except Exception as exc:
+                current.set_attribute("asixto.outcome", getattr(exc, "code", None) or type(exc).__name__)
+                raise
+            current.set_attributes({key: value for key, value in (
+                ("asixto.outcome", "ok"), ("asixto.tool_calls", len(answer.tool_calls)),
+                ("gen_ai.usage.input_tokens", answer.tokens_in), ("gen_ai.usage.output_tokens", answer.tokens_out),
+            ) if value is not None})
+            return answer
+
+    return traced
+
+
+def tool_call(function):
+    """On the gateway's `call_tool(*, arguments, context, …)`: one `tool.call` span per call, with
+    the outcome and attempts (the gateway adds the tool, its server and level with `annotate`).
+    Never the arguments or the result, unless the tenant allows contents (the arguments, cut)."""
+
+    @functools.wraps(function)
+    def traced(*, arguments, **kwargs):
+        if _tracer is None:
+            return function(arguments=arguments, **kwargs)
+        with _tracer.start_as_current_span("tool.call") as current:
+            annotate(**{"asixto.tool.arguments": contents(arguments)})
+            outcome = function(arguments=arguments, **kwargs)
+            current.set_attributes({"asixto.outcome": str(outcome.outcome), "asixto.attempts": outcome.attempts})
+            return outcome
+
+    return traced
+
+
+# ---------------------------------------------------------------- what every span gets, and loses
+
+class _ScopeAttributes:
+    """A span processor: every span started inside a traced turn (ours, and the instrumentations'
+    HTTP and SQL spans) carries the turn's tenant, conversation and turn."""
+
+    def on_start(self, span, parent_context=None):
+        scope = _scope.get()
+        if scope is not None:
+            span.set_attributes(scope[0])
+
+    def on_end(self, span):
+        pass
+
+    def _on_ending(self, span):
+        pass
+
+    def shutdown(self):
+        pass
+
+    def force_flush(self, timeout_millis=30000):
+        return True
+
+
+_HEADER_PREFIXES = ("http.request.header.", "http.response.header.")
+_URL_KEYS = ("http.url", "url.full")
+_SERVER_PATH_KEYS = ("http.target", "url.path")
+_STATEMENT_KEYS = ("db.statement", "db.query.text")
+_DROPPED = ("url.query", "url.fragment", "db.query.parameter")
+_STRING_LITERAL = re.compile(r"(?:[EeNnBbXxUu]&?)?'(?:[^']|'')*'")
+
+
+def _without_query(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        netloc = f"[{host}]" if ":" in host else host
+        if parts.port:
+            netloc = f"{netloc}:{parts.port}"
+    except ValueError:
+        return ""
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def scrubbed_attributes(attributes, *, server: bool) -> dict:
+    """A span's attributes as they may leave the process (see the module)."""
+    clean = {}
+    for key, value in (attributes or {}).items():
+        if key.startswith(_HEADER_PREFIXES) or key.startswith(_DROPPED):
+            continue
+        if key in _URL_KEYS and isinstance(value, str):
+            if server:
+                continue  # the route stays; the path may hold a token
+            value = _without_query(value)
+        elif key in _SERVER_PATH_KEYS and server:
+            continue
+        elif key == "http.target" and isinstance(value, str):
+            value = value.split("?", 1)[0]
+        elif key in _STATEMENT_KEYS and isinstance(value, str):
+            value = _STRING_LITERAL.sub("'?'", value)
+        clean[key] = value
+    return clean
+
+
+class _Scrubbed:
+    """A span exporter around another: each span leaves as `scrubbed_attributes` makes it, its
+    events with their name (an exception's type too) and nothing else, its status without a message."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def export(self, spans):
+        return self._inner.export([self._scrub(span) for span in spans])
+
+    @staticmethod
+    def _scrub(span):
+        from opentelemetry.sdk.trace import Event, ReadableSpan
+        from opentelemetry.trace import SpanKind, Status
+
+        events = [Event(event.name, {key: value for key, value in (event.attributes or {}).items() if key == "exception.type"},
+                        event.timestamp) for event in span.events]
+        return ReadableSpan(
+            name=span.name, context=span.context, parent=span.parent, resource=span.resource, links=span.links,
+            attributes=scrubbed_attributes(span.attributes, server=span.kind == SpanKind.SERVER), events=events,
+            kind=span.kind, status=Status(span.status.status_code), start_time=span.start_time, end_time=span.end_time,
+            instrumentation_scope=span.instrumentation_scope,
+        )
+
+    def shutdown(self):
+        self._inner.shutdown()
+
+    def force_flush(self, timeout_millis=30000):
+        return self._inner.force_flush(timeout_millis)
