@@ -2,8 +2,11 @@
 with an admin key and with a channel key of a tenant, and each answer must be documented — its
 status code, its content type and its body's schema — and never a 5xx.
 
-The schema is loaded from the app itself (`/api/v1/schema/`), and requests go to the WSGI app in
-this process, on the test's connection: what an operation writes is rolled back with the test.
+The schema is the one `/api/v1/schema/` serves, built by the same generator when this module is
+imported (schemathesis' fixture-loaded schemas fail under pytest 9: `'Function' object has no
+attribute '_nodeid'`). Requests go to the WSGI app in this process, on the test's connection:
+what an operation writes is rolled back with the test. Negative examples may drop the
+`Authorization` header or break a field on purpose: their 401 and 400 must be documented too.
 A few examples per operation (derandomized, no shrinking) keep the run at a couple of minutes;
 the earlier long run (39,500 requests) is what found no 5xx, this one keeps the contract.
 
