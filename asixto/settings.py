@@ -310,7 +310,10 @@ SPECTACULAR_SETTINGS = {
         "ToolLevelEnum": "tools.models.Tool.Level",
     },
     "GET_LIB_DOC_EXCLUDES": "asixto.api.schema_doc_excludes",
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "asixto.api.without_requirement_ids"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums", "asixto.api.without_requirement_ids",
+        "asixto.api_schema.document_error_responses",
+    ],
     # "Try it out" keeps the key between reloads of the docs.
     "SWAGGER_UI_SETTINGS": {"persistAuthorization": True},
 }

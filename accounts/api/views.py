@@ -3,7 +3,7 @@ channel key can neither list nor create users."""
 
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -16,6 +16,9 @@ from asixto.errors import ApplicationError
 
 def _dashboard_url(request) -> str:
     return services.dashboard_url(tenant=request.tenant)
+
+
+LAST_ADMIN = OpenApiResponse(description="The person is the last active admin (`last_admin`).")
 
 
 class UserListCreateView(generics.ListAPIView):
@@ -41,7 +44,7 @@ class UserDetailView(APIView):
         return Response(s.UserSerializer(get_object_or_404(User, pk=pk)).data)
 
     @extend_schema(
-        request=s.UserUpdateSerializer, responses=s.UserSerializer,
+        request=s.UserUpdateSerializer, responses={200: s.UserSerializer, 409: LAST_ADMIN},
         description="Change the role, the e-mail address, or access. The last active admin cannot be demoted or deactivated (409).",
     )
     def patch(self, request, pk):
@@ -50,13 +53,17 @@ class UserDetailView(APIView):
         data.is_valid(raise_exception=True)
         return Response(s.UserSerializer(services.user_update(user=user, **data.validated_data)).data)
 
-    @extend_schema(responses={200: s.UserSerializer}, description="Deactivate the person (the record stays). Not the last active admin (409).")
+    @extend_schema(responses={200: s.UserSerializer, 409: LAST_ADMIN}, description="Deactivate the person (the record stays). Not the last active admin (409).")
     def delete(self, request, pk):
         return Response(s.UserSerializer(services.user_deactivate(user=get_object_or_404(User, pk=pk))).data)
 
 
 class UserPasswordLinkView(APIView):
-    @extend_schema(request=None, responses={202: s.UserSerializer}, description="E-mail the person a link to choose a password.")
+    @extend_schema(request=None, responses={
+        202: s.UserSerializer,
+        400: OpenApiResponse(description="The person has no e-mail address or is deactivated (`no_email`)."),
+        503: OpenApiResponse(description="The mail server did not accept the e-mail (`mail_failed`); try again later."),
+    }, description="E-mail the person a link to choose a password.")
     def post(self, request, pk):
         user = get_object_or_404(User, pk=pk)
         invitation = not user.has_usable_password()

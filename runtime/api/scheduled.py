@@ -2,7 +2,7 @@
 `conversation`, `state`), read, and cancel a pending one. Each tenant sees its own (T1)."""
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -38,6 +38,7 @@ class _Scheduled:
         return self.serializer_class.Meta.model
 
 
+@extend_schema_view(get=extend_schema(parameters=[ScheduledFilterSerializer]))
 class _List(_Scheduled, generics.ListAPIView):
     def get_queryset(self):
         params = ScheduledFilterSerializer(data=self.request.query_params)
@@ -66,6 +67,10 @@ class ReminderDetail(_Detail):
     serializer_class = ReminderSerializer
 
 
+NOT_PENDING = OpenApiResponse(description="It was already sent; it cannot be cancelled (`conflict`).")
+
+
+@extend_schema_view(post=extend_schema(responses={200: ReminderSerializer, 400: NOT_PENDING}))
 class ReminderCancel(_Cancel):
     serializer_class = ReminderSerializer
 
@@ -78,5 +83,6 @@ class FollowUpDetail(_Detail):
     serializer_class = FollowUpSerializer
 
 
+@extend_schema_view(post=extend_schema(responses={200: FollowUpSerializer, 400: NOT_PENDING}))
 class FollowUpCancel(_Cancel):
     serializer_class = FollowUpSerializer

@@ -4,7 +4,7 @@ their event streams; channel and admin keys) and truncation logs (admin keys).""
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, status
 from rest_framework.exceptions import Throttled, ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -112,6 +112,18 @@ class EventStreamRenderer(BaseRenderer):
         return b"event: error\ndata: " + JSONRenderer().render(data) + b"\n\n"
 
 
+# One server-sent event, as OpenAPI 3.0 describes an event stream's items (an object per event).
+STREAM_EVENT = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "enum": ["status", "chart", "reply", "timeout"]},
+        "id": {"type": "string", "description": "Resume after it with `Last-Event-ID`."},
+        "data": {"type": "string", "description": "JSON: the event's `text` and details (`{}` on `timeout`)."},
+    },
+    "required": ["event", "data"],
+}
+
+
 class TurnEventsView(APIView):
     """Server-sent events of one turn (R9): `status` events while it works, then `reply`."""
 
@@ -122,7 +134,7 @@ class TurnEventsView(APIView):
         parameters=[OpenApiParameter("Last-Event-ID", OpenApiTypes.INT, OpenApiParameter.HEADER, required=False,
                                      description="Resume after this event id.")],
         responses={(200, "text/event-stream"): OpenApiResponse(
-            OpenApiTypes.STR, description="`status` events, then one `reply` event (or `timeout`: reconnect)."),
+            STREAM_EVENT, description="`status` (and `chart`) events, then one `reply` event (or `timeout`: reconnect)."),
             429: OpenApiResponse(description="Too many streams open for this key or account; retry after `Retry-After` seconds.")},
     )
     def get(self, request, pk):
@@ -133,6 +145,7 @@ class TurnEventsView(APIView):
             raise Throttled(wait=full.retry_after, detail=full.message) from None
 
 
+@extend_schema_view(get=extend_schema(parameters=[s.TruncationLogFilterSerializer]))
 class TruncationLogListView(generics.ListAPIView):
     """Truncation logs (R4), newest first; filter by tool, kind, turn and time (`since`, `until`)."""
 

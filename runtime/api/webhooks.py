@@ -6,7 +6,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -142,6 +142,7 @@ class WebhookSecretView(APIView):
         return Response({"secret": webhooks.webhook_rotate_secret(webhook=webhook)})
 
 
+@extend_schema_view(get=extend_schema(parameters=[DeliveryFilterSerializer]))
 class WebhookDeliveryListView(generics.ListAPIView):
     """Every delivery attempt of the webhook, newest first (filter: `turn`, `outcome`)."""
 

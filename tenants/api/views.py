@@ -2,7 +2,7 @@
 
 from django.db import connection
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -63,7 +63,8 @@ class ApiKeyDetailView(APIView):
 
 class ApiKeyRotateView(APIView):
     @extend_schema(
-        request=s.ApiKeyRotateSerializer, responses={201: s.ApiKeyRotatedSerializer},
+        request=s.ApiKeyRotateSerializer,
+        responses={201: s.ApiKeyRotatedSerializer, 409: OpenApiResponse(description="The key is revoked or expired (`key_inactive`).")},
         description="Replace the key by a new one with the same name, scope and expiry (its secret is shown only in "
                     "this response). The old key is revoked at once, or keeps working for `grace_minutes`; "
                     "a webhook of the old key moves to the new one.",
@@ -123,7 +124,8 @@ class OperatorCommandListCreateView(generics.ListAPIView):
     serializer_class = s.ApprovedCommandSerializer
     queryset = ApprovedCommand.objects.all()
 
-    @extend_schema(request=s.ApprovedCommandSerializer, responses={201: s.ApprovedCommandSerializer})
+    @extend_schema(request=s.ApprovedCommandSerializer, responses={
+        201: s.ApprovedCommandSerializer, 409: OpenApiResponse(description="A command with this slug is already approved (`conflict`).")})
     def post(self, request):
         data = s.ApprovedCommandSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -161,7 +163,7 @@ class HealthView(APIView):
     permission_classes = [AllowAny]
     authentication_classes = []
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: dict, 503: OpenApiResponse(description="The database does not answer (`unavailable`).")})
     def get(self, request):
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")

@@ -5,7 +5,7 @@ import uuid
 from django.db import transaction
 from django.http import Http404
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -28,7 +28,8 @@ class ServerListCreateView(generics.ListAPIView):
     def get_queryset(self):
         return selectors.servers()
 
-    @extend_schema(request=s.ServerSerializer, responses={201: s.ServerSerializer})
+    @extend_schema(request=s.ServerSerializer, responses={
+        201: s.ServerSerializer, 409: OpenApiResponse(description="The account's server quota is reached (`server_quota_exceeded`).")})
     def post(self, request):
         data = s.ServerSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -78,10 +79,13 @@ class _ServerOfferingsView(APIView):
         return Response({"server": server.pk, self.kind: offered.items, "truncated": offered.truncated})
 
 
+SERVER_FAILED = OpenApiResponse(description="The MCP server failed to answer; the code is the connection layer's.")
+
+
 class ServerResourcesView(_ServerOfferingsView):
     kind = "resources"
 
-    @extend_schema(responses=s.ServerResourcesSerializer, description="The server's resources/list, read now.")
+    @extend_schema(responses={200: s.ServerResourcesSerializer, 502: SERVER_FAILED}, description="The server's resources/list, read now.")
     def get(self, request, pk):
         return super().get(request, pk)
 
@@ -89,7 +93,7 @@ class ServerResourcesView(_ServerOfferingsView):
 class ServerPromptsView(_ServerOfferingsView):
     kind = "prompts"
 
-    @extend_schema(responses=s.ServerPromptsSerializer, description="The server's prompts/list, read now.")
+    @extend_schema(responses={200: s.ServerPromptsSerializer, 502: SERVER_FAILED}, description="The server's prompts/list, read now.")
     def get(self, request, pk):
         return super().get(request, pk)
 
@@ -109,6 +113,7 @@ class CatalogVersionDetailView(generics.RetrieveAPIView):
         return selectors.catalog_versions()
 
 
+@extend_schema_view(get=extend_schema(parameters=[s.ToolFilterSerializer]))
 class ToolListView(generics.ListAPIView):
     serializer_class = s.ToolSerializer
 
@@ -179,6 +184,7 @@ class ToolInvokeView(APIView):
         return Response(s.CallOutcomeSerializer(outcome).data)
 
 
+@extend_schema_view(get=extend_schema(parameters=[s.ToolCallFilterSerializer]))
 class ToolCallListView(generics.ListAPIView):
     """Call records (G9), newest first; filter by tool, outcome, turn, or violations only."""
 

@@ -1,0 +1,92 @@
+"""The OpenAPI schema's error responses (A1, A4, issue 19): a drf-spectacular postprocessing hook
+that documents, on every operation, the failures it can answer, all with one `Error` body
+(`{"error": {"code", "message", "fields"}}`, asixto/errors.py).
+
+What every operation of a kind answers is derived here from the operation itself: 401 and 403
+where a key is needed, 404 where the path names an object, 400 where a body or a filter is read,
+413 and 415 where a body is read, and 503 on all (the database down: asixto.views.server_error).
+What only some views answer (409, 429, 502, 503) they declare
+themselves with `extend_schema(responses={...: OpenApiResponse(description=...)})`; this hook
+gives those the `Error` body too."""
+
+ERROR_COMPONENT = "Error"
+ERROR_SCHEMA = {
+    "type": "object",
+    "description": "The body of every failure.",
+    "properties": {
+        "error": {
+            "type": "object",
+            "properties": {
+                "code": {"type": "string", "description": "What failed, for programs: `invalid`, `not_found`, …"},
+                "message": {"type": "string", "description": "What failed, for people, in the request's language."},
+                "fields": {"type": "object", "additionalProperties": True,
+                           "description": "Per field, what is wrong with it (on `invalid`); else empty."},
+            },
+            "required": ["code", "message", "fields"],
+        },
+    },
+    "required": ["error"],
+}
+
+# A failure asked for as an event stream: one event whose data is the Error body (as JSON).
+ERROR_EVENT = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "enum": ["error"]},
+        "data": {"type": "string", "description": "The `Error` body, as JSON."},
+    },
+    "required": ["event", "data"],
+}
+
+# Query parameters that never answer 400: the pagination's (a bad value reads as the default) and
+# DRF's renderer choice (an unknown one is a 404).
+_LENIENT_QUERY = frozenset({"limit", "offset", "format"})
+
+DESCRIPTIONS = {
+    "400": "Invalid input; `fields` says what is wrong with each field. Nothing was stored.",
+    "401": "No API key, an unknown or revoked one (`not_authenticated`), or an expired one (`key_expired`).",
+    "403": "The key's scope does not allow this operation (`permission_denied`).",
+    "404": "No such object in this tenant (`not_found`).",
+    "413": "The request body is larger than the limit (`payload_too_large`).",
+    "415": "The body is not JSON (`unsupported_media_type`).",
+    "503": "The database is briefly unavailable (`unavailable`); nothing was stored. Retry after `Retry-After` seconds.",
+}
+
+
+def _error_statuses(operation):
+    parameters = operation.get("parameters", [])
+    statuses = []
+    if operation.get("security", [{}]) != [{}]:
+        statuses += ["401", "403"]
+    if any(parameter["in"] == "path" for parameter in parameters):
+        statuses.append("404")
+    has_body = "requestBody" in operation
+    if has_body or any(p["in"] == "query" and p["name"] not in _LENIENT_QUERY for p in parameters):
+        statuses.append("400")
+    if has_body:
+        statuses += ["413", "415"]
+    return [*statuses, "503"]  # any request, when the database does not answer (asixto.views.server_error)
+
+
+def _error_content(operation):
+    content = {"application/json": {"schema": {"$ref": f"#/components/schemas/{ERROR_COMPONENT}"}}}
+    success = next((response for code, response in operation["responses"].items() if code.startswith("2")), {})
+    if "text/event-stream" in success.get("content", {}):
+        # Asked for as a stream, a failure before the stream starts is one `error` event with the same body.
+        content["text/event-stream"] = {"schema": ERROR_EVENT}
+    return content
+
+
+def document_error_responses(result, generator, request, public):
+    """drf-spectacular postprocessing hook: the error responses of every operation."""
+    result.setdefault("components", {}).setdefault("schemas", {})[ERROR_COMPONENT] = ERROR_SCHEMA
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            responses = operation["responses"]
+            for status in _error_statuses(operation):
+                responses.setdefault(status, {"description": DESCRIPTIONS[status]})
+            for status, response in responses.items():
+                if status[0] in "45" and "content" not in response:
+                    response["content"] = _error_content(operation)
+            operation["responses"] = dict(sorted(responses.items()))
+    return result
