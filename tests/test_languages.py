@@ -137,6 +137,7 @@ def page_args(name, objects):
     return {
         "server_edit": {"pk": objects["server"].pk}, "server_versions": {"pk": objects["server"].pk},
         "server_contract": {"pk": objects["server"].pk}, "server_offerings": {"pk": objects["server"].pk},
+        "server_accept_suggestions": {"pk": objects["server"].pk},
         "skill": {"pk": objects["skill"].pk},
         "catalog_version": {"pk": objects["version"].pk}, "tool": {"pk": objects["tool"].pk},
         "call": {"pk": objects["call"].pk}, "conversation": {"pk": objects["conversation"].pk}, "password_reset": {"uidb64": "MQ", "token": "not-a-token"},
@@ -170,8 +171,8 @@ def dashboard_pages(objects):
 
 
 # Endpoints that answer data for a page's script, not a page: the sync poll (JSON), a turn's
-# event stream (SSE).
-NOT_PAGES = {"server_status", "turn_events"}
+# event stream (SSE) and its tool calls for the playground (JSON).
+NOT_PAGES = {"server_status", "turn_events", "turn_calls"}
 PLACEHOLDER_ARGUMENT = {"UUIDConverter": "00000000-0000-4000-8000-000000000000", "IntConverter": 999999}
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.outbound import closed_port
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -87,15 +89,16 @@ def test_the_embedded_redis_asks_for_a_password():
         import services as setup
     finally:
         sys.path.remove(str(ROOT / "bin"))
-    started = not setup.answers("127.0.0.1", 6390)
-    url = setup.embedded_redis_url()
+    # A port of this test's own (./run's is EMBEDDED_REDIS_PORT): a second copy of the suite, or a
+    # running ./run, must not share its server and password file.
+    port = closed_port()
+    url = setup.embedded_redis_url(port)
     try:
-        assert ":" in url.split("@")[0].removeprefix("redis://") and url.endswith("@127.0.0.1:6390/0")
+        assert ":" in url.split("@")[0].removeprefix("redis://") and url.endswith(f"@127.0.0.1:{port}/0")
         assert (ROOT / "var" / "redis" / "password").stat().st_mode & 0o077 == 0
         with pytest.raises(redis.AuthenticationError):
-            redis.Redis(host="127.0.0.1", port=6390).ping()
+            redis.Redis(host="127.0.0.1", port=port).ping()
         assert redis.Redis.from_url(url).ping() is True
     finally:
-        if started:
-            with suppress(redis.ConnectionError):
-                redis.Redis.from_url(url).shutdown(nosave=True)
+        with suppress(redis.ConnectionError):
+            redis.Redis.from_url(url).shutdown(nosave=True)
