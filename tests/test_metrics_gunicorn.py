@@ -6,7 +6,6 @@ their live gauges leave the directory, their counters stay."""
 
 import os
 import signal
-import time
 
 import httpx
 
@@ -16,6 +15,7 @@ from tests.runtime.runtime_support import register_soporte
 from tests.support.mcp_servers import serve_asgi
 from tests.support.metrics import parse
 from tests.support.outbound import closed_port
+from tests.support.waiting import wait_for
 from tests.support.web_servers import gunicorn_server
 from tools.models import Tool
 
@@ -45,10 +45,8 @@ def test_the_counts_of_every_worker_add_up(committed_world, django_db_blocker, t
             first = _pids(path, "counter_")
             assert first
             master.send_signal(signal.SIGHUP)  # every worker replaced, gracefully
-            deadline = time.monotonic() + 120
-            while _pids(path, "gauge_livesum_") & first:  # marked dead by child_exit as each one leaves
-                assert time.monotonic() < deadline, "the replaced workers were not marked dead"
-                time.sleep(0.2)
+            # marked dead by child_exit as each one leaves
+            wait_for(lambda: not _pids(path, "gauge_livesum_") & first, "the replaced workers marked dead", 120)
             _invoke(url, committed_world, tool.pk, 3)
             scraped = httpx.get(f"{url}/metrics", headers={"Host": "localhost"}, timeout=60)
     assert scraped.status_code == 200, scraped.text[:500]

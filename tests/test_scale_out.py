@@ -32,6 +32,7 @@ from examples.soporte.server import build_app
 from runtime.models import Message, Turn, TurnEvent
 from runtime.routing.index_store import live_cards, ready_index
 from tests.runtime.runtime_support import CHANNEL_DEFAULTS, agent, recording_app, register_soporte, tool_calls_seen
+from tests.support import waiting
 from tests.support.celery_worker import run_script_process
 from tests.support.mcp_servers import serve_asgi
 from tests.support.model_server import ScriptedModel, call, held, say
@@ -53,11 +54,7 @@ SHARED_ENV = {"ASIXTO_TURN_LEASE_SECONDS": "20", "ASIXTO_TURN_LEASE_RENEW_SECOND
 
 
 def wait_for(predicate, what, ceiling=CEILING):
-    deadline = time.monotonic() + ceiling
-    while not (value := predicate()):
-        assert time.monotonic() < deadline, f"waited {ceiling} s for {what}"
-        time.sleep(0.2)
-    return value
+    return waiting.wait_for(predicate, what, ceiling)
 
 
 class Model:

@@ -5,7 +5,6 @@ and counted once done; when the worker stops, its live gauge leaves with it."""
 import json
 import os
 import threading
-import time
 
 from django.db import connection
 
@@ -17,18 +16,17 @@ from tests.support.celery_worker import worker_process
 from tests.support.mcp_servers import serve_asgi
 from tests.support.metrics import scrape
 from tests.support.model_server import ScriptedModel, call, held, say
+from tests.support.waiting import wait_for
 
 SEARCH = "soporte__buscar_producto"
 
 
 def _scrape_until(condition, what, timeout=90):
-    deadline = time.monotonic() + timeout
-    while True:
+    def scraped_when_ready():
         found = scrape()
-        if condition(found):
-            return found
-        assert time.monotonic() < deadline, what
-        time.sleep(0.2)
+        return found if condition(found) else None
+
+    return wait_for(scraped_when_ready, what, timeout)
 
 
 def _post(world, text):
