@@ -29,6 +29,16 @@ def platform_hosts() -> set[str]:
     return {"localhost", "127.0.0.1", "[::1]", settings.ASIXTO_BASE_DOMAIN.lower()}
 
 
+def on_platform_host(request) -> bool:
+    """The request is for the platform's own host (the probes and /metrics answer there only)."""
+    try:
+        host = request.get_host()
+    except DisallowedHost:
+        return False  # Django answers it as any other request with a bad Host
+    domain, _port = split_domain_port(host)
+    return (domain or host).lower() in platform_hosts()
+
+
 def database_check():
     from django.db import connection
 
@@ -140,15 +150,6 @@ class ProbeMiddleware:
 
     def __call__(self, request):
         view = self.views.get(request.path_info)
-        if view is not None and request.method in ("GET", "HEAD") and self._on_platform_host(request):
+        if view is not None and request.method in ("GET", "HEAD") and on_platform_host(request):
             return view(request)
         return self.get_response(request)
-
-    @staticmethod
-    def _on_platform_host(request) -> bool:
-        try:
-            host = request.get_host()
-        except DisallowedHost:
-            return False  # Django answers it as any other request with a bad Host
-        domain, _port = split_domain_port(host)
-        return (domain or host).lower() in platform_hosts()

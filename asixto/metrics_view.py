@@ -21,11 +21,12 @@ import threading
 import time
 
 from django.conf import settings
-from django.core.exceptions import DisallowedHost
 from django.db import connection
 from django.http import Http404, HttpResponse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
+
+from asixto.health import on_platform_host
 
 log = logging.getLogger(__name__)
 
@@ -173,12 +174,6 @@ def metrics(request):
     return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
 
 
-def _platform_hosts() -> set[str]:
-    """The public schema's domains as tenants/migrations/0002_public_tenant.py creates them."""
-    base = settings.ASIXTO_BASE_DOMAIN
-    return {base, "127.0.0.1"} if base == "localhost" else {base}
-
-
 class MetricsMiddleware:
     """`/metrics` on the platform's own hosts, answered before the tenant middleware looks the host
     up in the database. First in MIDDLEWARE; any other request (and every request while metrics
@@ -188,11 +183,6 @@ class MetricsMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if settings.ASIXTO_METRICS and request.path_info == "/metrics":
-            try:
-                host = request.get_host().rsplit(":", 1)[0]
-            except DisallowedHost:
-                host = None
-            if host in _platform_hosts():
-                return metrics(request)
+        if settings.ASIXTO_METRICS and request.path_info == "/metrics" and on_platform_host(request):
+            return metrics(request)
         return self.get_response(request)
