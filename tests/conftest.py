@@ -3,6 +3,7 @@
 Tenants are created once per session (a schema takes ~0.5 s) and committed; each test runs in a
 transaction that is rolled back, so what a test writes disappears while the tenants stay."""
 
+import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -17,6 +18,15 @@ from tenants.models import ApiKey, Tenant
 from tenants.services import api_key_create, tenant_create
 
 PASSWORD = "correct-horse-battery"
+
+
+def pytest_sessionstart(session):
+    """This session's call journal and metrics files start empty (tests/settings.py chose them).
+    Only here, in the pytest process: a child that imports the settings must never empty them."""
+    from django.conf import settings
+
+    for path in getattr(settings, "SESSION_DIRS", ()):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _databases_for_test(test, _original=pytest_django_fixtures._get_databases_for_test):

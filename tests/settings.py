@@ -3,7 +3,6 @@ loopback), a fast password hasher, and a Redis database of their own so a develo
 worker never picks up a test's task (or the reverse)."""
 
 import os
-import shutil
 from urllib.parse import urlsplit, urlunsplit
 
 os.environ.setdefault("ASIXTO_ALLOW_PRIVATE_HOSTS", "1")
@@ -26,19 +25,18 @@ os.environ.setdefault("ASIXTO_STDIO_UID_BASE", "")
 os.environ.setdefault(
     "ASIXTO_STDIO_ROOT", os.path.join("/tmp", f"asixto-stdio-{os.environ.get('ASIXTO_TEST_DATABASE', 'test')}")
 )
-# The call journal (tools/gateway/journal.py): this test database's, emptied at each session (the fixed
-# tenants alpha and beta come back with the same schemas: an old session's journal must not reach them).
-# A child process (a worker) keeps its parent's.
-if "ASIXTO_CALL_JOURNAL_DIR" not in os.environ:
-    os.environ["ASIXTO_CALL_JOURNAL_DIR"] = os.path.join(
-        "/tmp", f"asixto-journal-{os.environ.get('ASIXTO_TEST_DATABASE', 'test')}")
-    shutil.rmtree(os.environ["ASIXTO_CALL_JOURNAL_DIR"], ignore_errors=True)
-# Prometheus metrics (on only in the tests that turn them on, tests/test_metrics*.py): this test
-# database's files, from zero at each session. A child process (gunicorn, a worker) keeps its own.
-if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = os.path.join(
-        "/tmp", f"asixto-metrics-{os.environ.get('ASIXTO_TEST_DATABASE', 'test')}")
-    shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)
+# The call journal (tools/gateway/journal.py) and Prometheus metrics (on only in the tests that turn
+# them on, tests/test_metrics*.py): this test database's directories. The pytest process empties the
+# ones chosen here as its session starts (tests/conftest.py): the fixed tenants alpha and beta come back
+# with the same schemas, so an old session's journal must not reach them, and totals start from zero.
+# A child process keeps its parent's directories and never empties one: a child started with a
+# stripped environment (makemessages in tests/test_languages.py) chooses the same paths, and emptying
+# them would take the files the session is writing from under it.
+SESSION_DIRS = []
+for _variable, _prefix in (("ASIXTO_CALL_JOURNAL_DIR", "journal"), ("PROMETHEUS_MULTIPROC_DIR", "metrics")):
+    if _variable not in os.environ:
+        os.environ[_variable] = os.path.join("/tmp", f"asixto-{_prefix}-{os.environ.get('ASIXTO_TEST_DATABASE', 'test')}")
+        SESSION_DIRS.append(os.environ[_variable])
 _redis = urlsplit(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
 os.environ["REDIS_URL"] = urlunsplit(_redis._replace(path="/" + os.environ.get("ASIXTO_TEST_REDIS_DB", "15")))
 os.environ.pop("CELERY_BROKER_URL", None)
