@@ -35,12 +35,13 @@ def _databases_for_test(test, _original=pytest_django_fixtures._get_databases_fo
     # a transaction, yet need the test database too — without this, run alone, they would
     # reach the development database.
     databases, serialized = _original(test)
-    if not databases and "committed_world" in getattr(test, "fixturenames", ()):
+    if not databases and COMMITTED_FIXTURES & set(getattr(test, "fixturenames", ())):
         return ("default",), False
     return databases, serialized
 
 
 pytest_django_fixtures._get_databases_for_test = _databases_for_test
+COMMITTED_FIXTURES = {"committed_world", "committed_module_world"}
 
 
 @dataclass
@@ -155,6 +156,14 @@ def _committed(django_db_blocker):
 def committed_world(django_db_setup, django_db_blocker):
     """A tenant whose data is committed, for code that runs on other connections (a live
     server thread, a Celery worker). Dropped with its schema afterwards."""
+    with _committed(django_db_blocker) as world:
+        yield world
+
+
+@pytest.fixture(scope="module")
+def committed_module_world(django_db_setup, django_db_blocker):
+    """A committed tenant shared by the tests of one module (a browser sweep that signs in and
+    builds its pages once). What a test writes stays for the next: write only before the tests."""
     with _committed(django_db_blocker) as world:
         yield world
 

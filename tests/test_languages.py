@@ -11,6 +11,8 @@ import re
 import shutil
 import subprocess
 import sys
+from contextlib import contextmanager
+from datetime import timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -25,7 +27,7 @@ from examples.soporte.definitions import ABRIR_CASO_SOPORTE
 from examples.soporte.desk import SupportDesk
 from examples.soporte.server import build_app
 from runtime.builtins.models import Skill
-from runtime.models import Conversation, Message, Turn
+from runtime.models import Conversation, Message, TruncationLog, Turn
 from tests.support.mcp_servers import serve_asgi
 from tests.support.po import parse
 from tests.tools.gateway_support import certified_tool
@@ -105,13 +107,20 @@ def leaks(html, language, known):
 
 @pytest.fixture
 def world(alpha, settings):
-    """alpha with something on every page: a server, a write tool and a blocked one, a catalog
-    version, a call with a violation, a second person."""
     settings.ALLOWED_HOSTS = ["*"]
+    with something_on_every_page(alpha) as objects:
+        yield objects
+
+
+@contextmanager
+def something_on_every_page(world_):
+    """`world_` with something on every page: a server, a write tool and a blocked one, a catalog
+    version, a call with a violation, a second person, a conversation with a failed turn, a skill,
+    and truncations for the chart. Yields the objects page_args() needs; the server stops after."""
     desk = SupportDesk()
     with serve_asgi(build_app(desk)) as url:
-        tool = certified_tool(alpha, url, definition=ABRIR_CASO_SOPORTE, slug="soporte")
-        with alpha.schema():
+        tool = certified_tool(world_, url, definition=ABRIR_CASO_SOPORTE, slug="soporte")
+        with world_.schema():
             blocked = Tool.objects.create(
                 server=tool.server, name="borrar", prefixed_name="soporte__borrar", position=1, definition={"name": "borrar"},
                 definition_hash="h", level="destructive", certification=Tool.Certification.BLOCKED,
@@ -126,7 +135,11 @@ def world(alpha, settings):
             person = User.objects.get(username="sam")
             conversation = Conversation.objects.create(channel_kind="chat", channel_name="whatsapp", language="es", customer_ref="573001234567")
             message = Message.objects.create(conversation=conversation, role="customer", text="¿Tienen routers?")
-            Turn.objects.create(conversation=conversation, message=message, status=Turn.Status.FAILED, error_code="model_not_configured")
+            turn = Turn.objects.create(conversation=conversation, message=message, status=Turn.Status.FAILED, error_code="model_not_configured")
+            for days, kept in ((0, 3000), (2, 2500), (9, 4000)):
+                log = TruncationLog.objects.create(turn=turn, conversation=conversation, tool_name=tool.prefixed_name, kind="result",
+                                                   original_chars=9000, kept_chars=kept)
+                TruncationLog.objects.filter(pk=log.pk).update(created_at=timezone.now() - timedelta(days=days))
             skill = Skill.objects.create(name="garantias", description="Trámite de garantías", triggers="garantía",
                                          instructions="Pide la factura.", tools=[tool.prefixed_name])
         yield {"skill": skill, "conversation": conversation, "tool": tool, "blocked": blocked, "version": version, "call": call, "person": person, "server": tool.server}

@@ -40,7 +40,7 @@ def _svgs(html):
     return [ET.fromstring(svg.replace("<svg ", f'<svg xmlns="{SVG[1:-1]}" ', 1)) for svg in found]
 
 
-def _check_chart(svg, where):
+def check_chart(svg, where):
     view = [float(number) for number in svg.get("viewBox").split()]
     assert len(view) == 4, where
     _x0, _y0, width, height = view
@@ -82,7 +82,7 @@ def test_every_chart_is_valid_svg_in_every_language(alpha, language):
             charts = _svgs(response.content.decode())
             assert charts, where
             for svg in charts:
-                _check_chart(svg, where)
+                check_chart(svg, where)
 
 
 def test_the_list_of_chart_pages_is_complete():

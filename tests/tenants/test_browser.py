@@ -2,6 +2,7 @@
 setting; the page never shows the saved secret again (T7)."""
 
 import shutil
+from contextlib import contextmanager
 
 import pytest
 from django.db import connection
@@ -18,8 +19,15 @@ CHROMIUM_ARGS = [
 
 @pytest.fixture
 def live_server_port(django_db_blocker):
-    # A server thread of our own (not pytest-django's live_server), because that one needs
-    # transactional_db, whose flush would empty the shared tenant tables.
+    with live_server(django_db_blocker) as port:
+        yield port
+
+
+@contextmanager
+def live_server(django_db_blocker):
+    """Django's live server thread on a free loopback port; yields the port.
+    A server thread of our own (not pytest-django's live_server), because that one needs
+    transactional_db, whose flush would empty the shared tenant tables."""
     with django_db_blocker.unblock():
         thread = LiveServerThread("127.0.0.1", _StaticFilesHandler)
         thread.daemon = True

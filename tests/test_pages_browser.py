@@ -1,0 +1,172 @@
+"""Every dashboard page as Chromium draws it (issue 20; A2, A3): in Spanish and in English, at a
+laptop's 1366 px and a phone's 375 px, the tenant admin visits each page of the dashboard URLconf
+(the list tests/test_languages.py walks, so a page added later is visited too) and each page
+
+- shows no text of the other language (what the browser holds after the page's scripts ran),
+- at 375 px is no wider than the screen (a table may scroll, in its own box),
+- at 1366 px shows each menu's chosen option and each table field's value whole (issue 20 saw
+  the contract table's verb box show "consul" and the level menu "seg"),
+- draws each chart as SVG that parses, numbers unlocalized, bars inside the viewBox,
+- raises no script error.
+
+One browser and one live server for the module; one context per language and width. To look at
+what it saw: ASIXTO_PAGE_SHOTS=/tmp/shots ./run-tests tests/test_pages_browser.py saves a
+full-page screenshot of each page there."""
+
+import os
+import xml.etree.ElementTree as ET
+from contextlib import ExitStack
+
+import pytest
+
+from tests.accounts.test_people_browser import chromium, sign_in
+from tests.runtime.test_dashboard_charts import check_chart
+from tests.tenants.test_browser import live_server
+from tests.test_languages import LANGUAGES, dashboard_pages, leaks, probes, something_on_every_page
+
+pytestmark = pytest.mark.browser
+WIDTHS = {"laptop": (1366, 768), "phone": (375, 812)}
+# Pages for a signed-out visitor (tests/test_languages.py render_all does the same).
+SIGNED_OUT = ("login", "password_forgot", "password_reset")
+SHOTS = os.environ.get("ASIXTO_PAGE_SHOTS")
+
+# The elements that make the page wider than the screen, leaves first, skipping what sits inside
+# a box that scrolls or clips sideways (a wide table in .table-scroll is meant to scroll).
+OVERFLOW = """() => {
+  const width = window.innerWidth, root = document.documentElement;
+  if (root.scrollWidth <= width) return null;
+  const inScroller = el => {
+    for (let box = el.parentElement; box && box !== document.body; box = box.parentElement) {
+      if (getComputedStyle(box).overflowX !== "visible") return true;
+    }
+    return false;
+  };
+  const wide = [...document.body.querySelectorAll("*")].filter(
+    el => el.getBoundingClientRect().right > width + 1 && !inScroller(el));
+  const leaves = wide.filter(el => !wide.some(other => other !== el && el.contains(other)));
+  return {page: root.scrollWidth, screen: width, wider: leaves.slice(0, 5).map(el =>
+    `${el.tagName.toLowerCase()}${el.id ? "#" + el.id : ""}${el.className && typeof el.className === "string" ? "." + el.className.trim().split(/\\s+/).join(".") : ""}`
+    + ` (right edge ${Math.round(el.getBoundingClientRect().right)} px): ${(el.innerText || el.value || "").trim().slice(0, 60)}`)};
+}"""
+
+# Shown menus and table fields whose text the box cuts. A menu needs what Chromium gives the same
+# menu sized to its chosen option alone (text, padding and arrow, measured, not guessed); a field
+# its text's scroll width. Menus and fields hidden (display none) are not seen, so not measured.
+CUT_CONTROLS = """() => {
+  const cut = [];
+  const name = el => el.name || el.id || el.getAttribute("aria-label") || el.tagName.toLowerCase();
+  for (const el of document.querySelectorAll("select")) {
+    if (!el.getClientRects().length || el.multiple || el.selectedIndex < 0) continue;
+    const probe = el.cloneNode(false);
+    probe.removeAttribute("id"); probe.removeAttribute("name");
+    probe.style.cssText = "position:absolute; visibility:hidden; width:auto; min-width:0; max-width:none";
+    const option = document.createElement("option");
+    option.text = el.options[el.selectedIndex].text;
+    probe.appendChild(option);
+    el.parentElement.appendChild(probe);
+    const needed = probe.offsetWidth;
+    probe.remove();
+    if (el.offsetWidth + 1 < needed) cut.push(`menu ${name(el)} shows ${el.offsetWidth} of the ${needed} px "${option.text}" needs`);
+  }
+  for (const el of document.querySelectorAll("table input:not([type=checkbox]):not([type=radio]):not([type=hidden])")) {
+    if (!el.getClientRects().length || !el.value) continue;
+    if (el.scrollWidth > el.clientWidth + 1) cut.push(`field ${name(el)} shows ${el.clientWidth} of the ${el.scrollWidth} px "${el.value}" needs`);
+  }
+  return cut;
+}"""
+
+# Each inline chart as the browser holds it (serialized, so Python parses the very markup), with
+# the boxes Chromium laid its bars out in, in the chart's own units.
+CHARTS = """() => [...document.querySelectorAll("main svg")].map(svg => ({
+  markup: new XMLSerializer().serializeToString(svg),
+  view: [svg.viewBox.baseVal.width, svg.viewBox.baseVal.height],
+  bars: [...svg.querySelectorAll("rect")].map(rect => { const b = rect.getBBox(); return [b.x, b.y, b.width, b.height]; }),
+}))"""
+
+
+@pytest.fixture(scope="module")
+def site(committed_module_world, django_db_blocker):
+    """The committed tenant with something on every page, its pages, a live server and Chromium.
+    Everything that touches the database is done before Chromium starts: Playwright's event loop
+    runs in this thread and the ORM refuses to run beside one."""
+    with ExitStack() as stack:
+        objects = stack.enter_context(something_on_every_page(committed_module_world))
+        pages = _viewable(committed_module_world, dashboard_pages(objects))
+        port = stack.enter_context(live_server(django_db_blocker))
+        known = probes()
+        browser = stack.enter_context(chromium())
+        yield {"browser": browser, "base": f"http://{committed_module_world.domain}:{port}", "pages": pages, "known": known}
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_every_page_as_chromium_draws_it(site, language, width):
+    """Issue 20, A2, A3: each dashboard page in `language` at `width`: one language, no sideways
+    scroll on a phone, no cut menu or table field on a laptop, charts that parse with their bars
+    inside, no script error."""
+    screen_width, screen_height = WIDTHS[width]
+    context = site["browser"].new_context(
+        viewport={"width": screen_width, "height": screen_height}, locale=language,
+        extra_http_headers={"Accept-Language": language},
+    )
+    page = context.new_page()
+    script_errors = []
+    page.on("pageerror", lambda error: script_errors.append(str(error)))
+    page.on("console", lambda message: message.type == "error" and script_errors.append(message.text))
+    problems, visited = {}, []
+    pages = sorted(site["pages"], key=lambda page_: page_[0] not in SIGNED_OUT)  # signed-out pages first
+    signed_in = False
+    for name, path in pages:
+        if name not in SIGNED_OUT and not signed_in:
+            sign_in(page, site["base"], "ana")
+            signed_in = True
+        del script_errors[:]
+        response = page.goto(f"{site['base']}{path}")
+        visited.append(name)
+        if SHOTS:
+            page.screenshot(path=f"{SHOTS}/{language}-{width}-{name}.png", full_page=True)
+        found = _problems(page, language, screen_width, site["known"])
+        if response.status != 200:
+            found.insert(0, f"answered {response.status}")
+        found += [f"script error: {error}" for error in dict.fromkeys(script_errors)]
+        if found:
+            problems[f"{name} ({path})"] = found
+    context.close()
+    assert {"home", "servers", "server_contract", "catalog", "tool", "conversation", "truncations", "settings", "login"} <= set(visited)
+    report = "\n".join(f"{where}:\n  " + "\n  ".join(found) for where, found in problems.items())
+    assert not problems, f"{language} at {screen_width} px:\n{report}"
+
+
+def _viewable(world, pages):
+    """The pages a browser can show: POST endpoints (405, which Chromium will not navigate to)
+    and data for a page's script are left out, as tests/test_languages.py render_all does."""
+    admin, visitor = world.dashboard("ana"), world.dashboard()
+    viewable = []
+    for name, path in pages:
+        response = (visitor if name in SIGNED_OUT else admin).get(path)
+        if response.status_code != 405 and response["Content-Type"].startswith("text/html"):
+            viewable.append((name, path))
+    return viewable
+
+
+def _problems(page, language, screen_width, known):
+    found = [f"{language} page shows other-language text: {text!r}" for text in leaks(page.content(), language, known)]
+    if screen_width < 760:
+        overflow = page.evaluate(OVERFLOW)
+        if overflow:
+            found.append(f"page is {overflow['page']} px wide on a {overflow['screen']} px screen: {overflow['wider']}")
+    else:
+        found += page.evaluate(CUT_CONTROLS)
+    for n, chart in enumerate(page.evaluate(CHARTS)):
+        found += _chart_problems(chart, f"chart {n + 1}")
+    return found
+
+
+def _chart_problems(chart, where):
+    try:
+        check_chart(ET.fromstring(chart["markup"]), where)
+    except (ET.ParseError, ValueError, AssertionError, TypeError) as error:
+        return [f"{where} is not a well-formed chart: {error!r}"]
+    width, height = chart["view"]
+    outside = [bar for bar in chart["bars"] if bar[0] < 0 or bar[1] < 0 or bar[0] + bar[2] > width or bar[1] + bar[3] > height]
+    return [f"{where}: bars drawn outside its {width}x{height} viewBox: {outside[:3]}"] if outside else []
