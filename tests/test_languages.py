@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import uuid
 from contextlib import contextmanager
 from datetime import timedelta
 from html.parser import HTMLParser
@@ -27,10 +28,11 @@ from examples.soporte.definitions import ABRIR_CASO_SOPORTE
 from examples.soporte.desk import SupportDesk
 from examples.soporte.server import build_app
 from runtime.builtins.models import Skill
-from runtime.models import Conversation, Message, TruncationLog, Turn
+from runtime.models import ChannelWebhook, Conversation, Message, TruncationLog, Turn, WebhookDelivery
 from tests.support.mcp_servers import serve_asgi
 from tests.support.po import parse
 from tests.tools.gateway_support import certified_tool
+from tenants.models import ApiKey
 from tools.models import CatalogVersion, Tool, ToolCall
 
 ROOT = Path(settings.BASE_DIR)
@@ -116,13 +118,13 @@ def world(alpha, settings):
 def something_on_every_page(world_):
     """`world_` with something on every page: a server, a write tool and a blocked one, a catalog
     version, a call with a violation, a second person, a conversation with a failed turn, a skill,
-    and truncations for the chart. Yields the objects page_args() needs; the server stops after."""
+    truncations for the chart, a webhook with a failed delivery; names as long as real ones. Yields the objects page_args() needs; the server stops after."""
     desk = SupportDesk()
     with serve_asgi(build_app(desk)) as url:
-        tool = certified_tool(world_, url, definition=ABRIR_CASO_SOPORTE, slug="soporte")
+        tool = certified_tool(world_, url, definition=ABRIR_CASO_SOPORTE, slug="soporte_tecnico")
         with world_.schema():
             blocked = Tool.objects.create(
-                server=tool.server, name="borrar", prefixed_name="soporte__borrar", position=1, definition={"name": "borrar"},
+                server=tool.server, name="borrar", prefixed_name="soporte_tecnico__borrar", position=1, definition={"name": "borrar"},
                 definition_hash="h", level="destructive", certification=Tool.Certification.BLOCKED,
             )
             version = CatalogVersion.objects.create(server=tool.server, number=1, tool_count=2, diff={"added": ["abrir_caso_soporte"]})
@@ -140,6 +142,11 @@ def something_on_every_page(world_):
                 log = TruncationLog.objects.create(turn=turn, conversation=conversation, tool_name=tool.prefixed_name, kind="result",
                                                    original_chars=9000, kept_chars=kept)
                 TruncationLog.objects.filter(pk=log.pk).update(created_at=timezone.now() - timedelta(days=days))
+            key = ApiKey.objects.get(tenant=world_.tenant, scope=ApiKey.Scope.CHANNEL)
+            webhook = ChannelWebhook.objects.create(api_key_id=key.pk, api_key_prefix=key.prefix, url="https://crm.example.com/asixto/turnos")
+            WebhookDelivery.objects.create(webhook=webhook, turn=turn, delivery_id=uuid.uuid4(), attempt=1, url=webhook.url,
+                                           outcome=WebhookDelivery.Outcome.RETRYING, error_code="timeout", error_params={"seconds": 10},
+                                           duration_ms=10003.4)
             skill = Skill.objects.create(name="garantias", description="Trámite de garantías", triggers="garantía",
                                          instructions="Pide la factura.", tools=[tool.prefixed_name])
         yield {"skill": skill, "conversation": conversation, "tool": tool, "blocked": blocked, "version": version, "call": call, "person": person, "server": tool.server}

@@ -30,47 +30,66 @@ WIDTHS = {"laptop": (1366, 768), "phone": (375, 812)}
 SIGNED_OUT = ("login", "password_forgot", "password_reset")
 SHOTS = os.environ.get("ASIXTO_PAGE_SHOTS")
 
-# The elements that make the page wider than the screen, leaves first, skipping what sits inside
-# a box that scrolls or clips sideways (a wide table in .table-scroll is meant to scroll).
+# What sticks out: of the screen (the page then scrolls sideways) or, inside the main column, of
+# its content box (a table poking past the cards beside it). Leaves first; what sits inside a box
+# that scrolls or clips sideways is left out (a wide table in .table-scroll is meant to scroll).
 OVERFLOW = """() => {
-  const width = window.innerWidth, root = document.documentElement;
-  if (root.scrollWidth <= width) return null;
+  const width = window.innerWidth, root = document.documentElement, main = document.querySelector("main");
+  const edge = main ? main.getBoundingClientRect().right - parseFloat(getComputedStyle(main).paddingRight) : width;
   const inScroller = el => {
     for (let box = el.parentElement; box && box !== document.body; box = box.parentElement) {
       if (getComputedStyle(box).overflowX !== "visible") return true;
     }
     return false;
   };
-  const wide = [...document.body.querySelectorAll("*")].filter(
-    el => el.getBoundingClientRect().right > width + 1 && !inScroller(el));
-  const leaves = wide.filter(el => !wide.some(other => other !== el && el.contains(other)));
-  return {page: root.scrollWidth, screen: width, wider: leaves.slice(0, 5).map(el =>
-    `${el.tagName.toLowerCase()}${el.id ? "#" + el.id : ""}${el.className && typeof el.className === "string" ? "." + el.className.trim().split(/\\s+/).join(".") : ""}`
+  const out = [...document.body.querySelectorAll("*")].filter(el => el.getClientRects().length
+    && el.getBoundingClientRect().right > (main && main !== el && main.contains(el) ? edge : width) + 1 && !inScroller(el));
+  if (!out.length && root.scrollWidth <= width) return null;
+  const leaves = out.filter(el => !out.some(other => other !== el && el.contains(other)));
+  return {page: root.scrollWidth, screen: width, main: Math.round(edge), wider: leaves.slice(0, 5).map(el =>
+    `${el.tagName.toLowerCase()}${el.id ? "#" + el.id : ""}${typeof el.className === "string" && el.className.trim() ? "." + el.className.trim().split(/\\s+/).join(".") : ""}`
     + ` (right edge ${Math.round(el.getBoundingClientRect().right)} px): ${(el.innerText || el.value || "").trim().slice(0, 60)}`)};
 }"""
 
-# Shown menus and table fields whose text the box cuts. A menu needs what Chromium gives the same
-# menu sized to its chosen option alone (text, padding and arrow, measured, not guessed); a field
-# its text's scroll width. Menus and fields hidden (display none) are not seen, so not measured.
+# Shown menus and fields whose text the box cuts, measured on a copy of the control that Chromium
+# lays out (text, padding, arrow, a search field's clear button: measured, not guessed). A menu
+# needs what the same menu sized to its chosen option alone takes; a field, at its own width,
+# must not scroll its text. A field's value counts in a table or a filter row (a long URL in a
+# form's own field may scroll); an empty field's hint counts everywhere, read whole or not at all.
+# What is hidden is not seen, so not measured.
 CUT_CONTROLS = """() => {
   const cut = [];
   const name = el => el.name || el.id || el.getAttribute("aria-label") || el.tagName.toLowerCase();
-  for (const el of document.querySelectorAll("select")) {
-    if (!el.getClientRects().length || el.multiple || el.selectedIndex < 0) continue;
+  const copy = (el, css, fill) => {
     const probe = el.cloneNode(false);
     probe.removeAttribute("id"); probe.removeAttribute("name");
-    probe.style.cssText = "position:absolute; visibility:hidden; width:auto; min-width:0; max-width:none";
-    const option = document.createElement("option");
-    option.text = el.options[el.selectedIndex].text;
-    probe.appendChild(option);
+    probe.style.cssText = "position:absolute; visibility:hidden; " + css;
+    fill(probe);
     el.parentElement.appendChild(probe);
-    const needed = probe.offsetWidth;
+    const size = [probe.offsetWidth, probe.scrollWidth, probe.clientWidth];
     probe.remove();
-    if (el.offsetWidth + 1 < needed) cut.push(`menu ${name(el)} shows ${el.offsetWidth} of the ${needed} px "${option.text}" needs`);
+    return size;
+  };
+  const shown = el => el.getClientRects().length > 0;
+  for (const el of document.querySelectorAll("select")) {
+    if (!shown(el) || el.multiple || el.selectedIndex < 0) continue;
+    const text = el.options[el.selectedIndex].text;
+    const [needed] = copy(el, "width:auto; min-width:0; max-width:none", probe => {
+      const option = document.createElement("option"); option.text = text; probe.appendChild(option);
+    });
+    if (el.offsetWidth + 1 < needed) cut.push(`menu ${name(el)} shows ${el.offsetWidth} of the ${needed} px "${text}" needs`);
   }
-  for (const el of document.querySelectorAll("table input:not([type=checkbox]):not([type=radio]):not([type=hidden])")) {
-    if (!el.getClientRects().length || !el.value) continue;
-    if (el.scrollWidth > el.clientWidth + 1) cut.push(`field ${name(el)} shows ${el.clientWidth} of the ${el.scrollWidth} px "${el.value}" needs`);
+  const fields = "input:not([type=checkbox]):not([type=radio]):not([type=hidden]):not([type=date]):not([type=datetime-local])";
+  const rows = new Set(document.querySelectorAll(`table ${fields}, .filters ${fields}`));
+  for (const el of document.querySelectorAll(fields)) {
+    const text = el.value || el.placeholder;
+    if (!shown(el) || !text || (el.value && !rows.has(el))) continue;
+    const [, scroll, client] = copy(el, `box-sizing:border-box; width:${el.offsetWidth}px; min-width:0; max-width:none`, probe => {
+      if (probe.type !== "search") probe.type = "text";
+      probe.value = text;
+    });
+    const what = el.value ? `"${text}"` : `its hint "${text}"`;
+    if (scroll > client + 1) cut.push(`field ${name(el)} shows ${client} of the ${scroll} px ${what} needs`);
   }
   return cut;
 }"""
@@ -151,11 +170,11 @@ def _viewable(world, pages):
 
 def _problems(page, language, screen_width, known):
     found = [f"{language} page shows other-language text: {text!r}" for text in leaks(page.content(), language, known)]
-    if screen_width < 760:
-        overflow = page.evaluate(OVERFLOW)
-        if overflow:
-            found.append(f"page is {overflow['page']} px wide on a {overflow['screen']} px screen: {overflow['wider']}")
-    else:
+    overflow = page.evaluate(OVERFLOW)
+    if overflow:
+        found.append(f"sticks out (page {overflow['page']} px on a {overflow['screen']} px screen, main column ends at "
+                     f"{overflow['main']} px): {overflow['wider']}")
+    if screen_width >= 1366:
         found += page.evaluate(CUT_CONTROLS)
     for n, chart in enumerate(page.evaluate(CHARTS)):
         found += _chart_problems(chart, f"chart {n + 1}")
