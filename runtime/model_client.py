@@ -71,6 +71,15 @@ class ModelError(Exception):
         super().__init__(f"{code}: {detail}")
         self.code, self.detail, self.status = code, detail, status
 
+    @property
+    def sent(self) -> bool:
+        """Whether the request left for the model server: not with no endpoint configured, nor
+        when the outbound rules refused its address (then there is no request to count)."""
+        return self.code not in UNSENT
+
+
+UNSENT = frozenset({"model_not_configured", "model_refused"})
+
 
 
 def _timeout(deadline_seconds: float) -> httpx.Timeout:

@@ -147,6 +147,9 @@ class TurnStep(models.Model):
     class State(models.TextChoices):
         STARTED = "started", _("started")
         DONE = "done", _("done")
+        # A model or reply request that failed once sent (error, timeout): kept so usage counts it
+        # (issue 20), never replayed as an answer.
+        FAILED = "failed", _("failed")
 
     id = models.BigAutoField(primary_key=True)
     turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="steps")

@@ -427,11 +427,24 @@ def _model_step(run: _Run, messages, native_tools, iteration) -> Answer:
         return _answer_from(stored.response)
     _renew(run)
     _release_db()
-    answer = complete(endpoint=run.endpoint, messages=messages, tools=native_tools)
+    try:
+        answer = complete(endpoint=run.endpoint, messages=messages, tools=native_tools)
+    except ModelError as exc:
+        _failed_request(run, index, TurnStep.Kind.MODEL, exc)
+        raise
     _write(run, index, turn={"iterations": iteration}, hold=True, kind=TurnStep.Kind.MODEL, state=TurnStep.State.DONE,
            response=_answer_to(answer), finished_at=timezone.now(), tokens_in=answer.tokens_in,
            tokens_out=answer.tokens_out)
     return answer
+
+
+def _failed_request(run: _Run, index: int, kind: str, error: ModelError):
+    """A request the model server failed (error, timeout, a bad answer) is a model request all the
+    same: usage counts it, with no tokens (issue 20). Held for the failed turn's reply statement;
+    a re-run never replays it (only done steps are)."""
+    if error.sent:
+        _write(run, index, hold=True, kind=kind, state=TurnStep.State.FAILED, response={"error": error.code},
+               finished_at=timezone.now())
 
 
 def _answer_to(answer: Answer) -> dict:
@@ -575,6 +588,7 @@ def _reply_step(run: _Run, request: list[dict]) -> str:
         answer = complete(endpoint=run.endpoint, messages=request)
     except ModelError as exc:
         if exc.code != "model_empty":
+            _failed_request(run, index, TurnStep.Kind.REPLY, exc)
             raise
         answer = Answer(content="")
     # Held for the reply's own statement (_finish): only computation happens in between.

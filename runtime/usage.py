@@ -3,9 +3,11 @@ totalled and per day or per channel, in the tenant's schema. Reads only.
 
 A turn counts in the period it was posted in; its model requests are its model, routing and
 reply steps (a replayed step is stored once, so a turn run again counts each request once).
-Tokens are what the model server reported (`TurnStep.tokens_in`/`tokens_out`); a request without
-`usage` adds nothing and is counted in `requests_without_usage`, and a total with no reported
-tokens at all is None, never 0. The cost uses the tenant's prices per million tokens when set.
+A request the model server failed once sent (error, timeout) is a model request too, counted in
+`failed_requests`, with no tokens. Tokens are what the model server reported
+(`TurnStep.tokens_in`/`tokens_out`); an answer without `usage` adds nothing and is counted in
+`requests_without_usage`, and a total with no reported tokens at all is None, never 0. The cost
+uses the tenant's prices per million tokens when set.
 """
 
 from dataclasses import dataclass
@@ -49,6 +51,7 @@ class Prices:
 class Figures:
     turns: int = 0
     model_requests: int = 0
+    failed_requests: int = 0
     requests_without_usage: int = 0
     tokens_in: int | None = None
     tokens_out: int | None = None
@@ -57,6 +60,7 @@ class Figures:
     def add(self, other: "Figures"):
         self.turns += other.turns
         self.model_requests += other.model_requests
+        self.failed_requests += other.failed_requests
         self.requests_without_usage += other.requests_without_usage
         self.tokens_in = _plus(self.tokens_in, other.tokens_in)
         self.tokens_out = _plus(self.tokens_out, other.tokens_out)
@@ -95,12 +99,13 @@ def usage_figures(*, since: datetime, until: datetime, group: str = "day", price
     steps = TurnStep.objects.filter(turn__created_at__gte=since, turn__created_at__lt=until, kind__in=MODEL_KINDS)
     annotations, names = _keys(group, "turn__")
     grouped = steps.annotate(**annotations).values(*names).annotate(
-        n=Count("pk"), unknown=Count("pk", filter=Q(tokens_in__isnull=True, tokens_out__isnull=True)),
+        n=Count("pk"), failed=Count("pk", filter=Q(state=TurnStep.State.FAILED)),
+        unknown=Count("pk", filter=Q(tokens_in__isnull=True, tokens_out__isnull=True) & ~Q(state=TurnStep.State.FAILED)),
         tokens_in=Sum("tokens_in"), tokens_out=Sum("tokens_out"),
     ).order_by()
     for row in grouped:
         figures = rows.setdefault(_key(row, names), Figures())
-        figures.model_requests, figures.requests_without_usage = row["n"], row["unknown"]
+        figures.model_requests, figures.failed_requests, figures.requests_without_usage = row["n"], row["failed"], row["unknown"]
         figures.tokens_in, figures.tokens_out = row["tokens_in"], row["tokens_out"]
     totals = Figures()
     for figures in rows.values():

@@ -19,6 +19,8 @@ class UsageQuerySerializer(PeriodSerializer):
 class FiguresSerializer(serializers.Serializer):
     turns = serializers.IntegerField()
     model_requests = serializers.IntegerField(help_text=_("Model calls stored with the turns: loop, routing and reply."))
+    failed_requests = serializers.IntegerField(
+        help_text=_("Of the model requests, those the model server failed (error, timeout): no tokens counted."))
     requests_without_usage = serializers.IntegerField(help_text=_("Model answers that reported no token counts."))
     tokens_in = serializers.IntegerField(allow_null=True, help_text=_("Prompt tokens; null when none were reported."))
     tokens_out = serializers.IntegerField(allow_null=True, help_text=_("Completion tokens; null when none were reported."))

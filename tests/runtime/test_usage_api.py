@@ -49,7 +49,7 @@ def test_it_totals_per_day_what_the_turns_recorded(alpha):
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["group"] == "day" and body["price_in_per_million"] is None
-    assert body["totals"] == {"turns": 4, "model_requests": 6, "requests_without_usage": 1, "tokens_in": 3500,
+    assert body["totals"] == {"turns": 4, "model_requests": 6, "failed_requests": 0, "requests_without_usage": 1, "tokens_in": 3500,
                               "tokens_out": 190, "cost": None}
     assert [(row["day"], row["turns"], row["model_requests"], row["tokens_in"], row["tokens_out"]) for row in body["rows"]] == [
         ("2026-11-02", 2, 4, 3200, 180), ("2026-11-03", 2, 2, 300, 10)]
@@ -77,7 +77,7 @@ def test_a_period_without_reported_tokens_has_null_tokens_not_zero(alpha):
     make_turn(alpha, DAY_1, requests=[("model", None, None)])
     with tenant_settings(alpha, price_in_per_million=Decimal("1")):
         totals = get(alpha, PERIOD).json()["totals"]
-    assert totals == {"turns": 1, "model_requests": 1, "requests_without_usage": 1, "tokens_in": None,
+    assert totals == {"turns": 1, "model_requests": 1, "failed_requests": 0, "requests_without_usage": 1, "tokens_in": None,
                       "tokens_out": None, "cost": None}
 
 
