@@ -357,7 +357,10 @@ def _route_step(run: _Run, tenant, history, question) -> Route | None:
     if "router" not in record:  # the cheap check said no tool: nothing to store
         return None
     tokens_in, tokens_out = record.pop("router_tokens", (None, None))
-    _write(run, _next_index(run), kind=TurnStep.Kind.MODEL, state=TurnStep.State.DONE, finished_at=timezone.now(),
+    # A router request that failed once sent is counted as a failed model request (issue 20); its
+    # decision (unrouted) is replayed all the same.
+    state = TurnStep.State.FAILED if record.pop("router_failed", False) else TurnStep.State.DONE
+    _write(run, _next_index(run), kind=TurnStep.Kind.MODEL, state=state, finished_at=timezone.now(),
            tokens_in=tokens_in, tokens_out=tokens_out, response={"content": "", "tool_calls": [], "routing": record, "route": route.to_dict() if route else None})
     return route
 

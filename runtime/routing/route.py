@@ -58,9 +58,10 @@ def route_message(*, cards: list[ToolCard], conversation: list[dict], endpoint: 
         return None, record
     by_name = {card.name: card for card in cards}
     candidates = [by_name[name] for name, _score in gate.candidates if name in by_name]
-    facts, said, tokens = ask_router(endpoint=endpoint, conversation=conversation, candidates=candidates)
+    facts, said, tokens, failed = ask_router(endpoint=endpoint, conversation=conversation, candidates=candidates)
     record["router"] = said
-    record["router_tokens"] = tokens  # kept on the routing step's own columns (runtime/turn.py)
+    # Kept on the routing step's own columns (runtime/turn.py), not in the record.
+    record["router_tokens"], record["router_failed"] = tokens, failed
     if facts is None:
         record["outcome"] = "unclear"
         return None, record

@@ -113,13 +113,15 @@ def parse_facts(text: str, candidates: list[ToolCard]) -> Facts | None:
 
 
 def ask_router(*, endpoint: Endpoint, conversation: list[dict],
-               candidates: list[ToolCard]) -> tuple[Facts | None, str, tuple[int | None, int | None]]:
+               candidates: list[ToolCard]) -> tuple[Facts | None, str, tuple[int | None, int | None], bool]:
     """One router call. Returns the facts (or None: proceed unrouted), what the router said, or
-    the error code when the call failed (a router that fails never fails the turn), and the
-    request's tokens in and out (None when unknown, issue 20)."""
+    the error code when the call failed (a router that fails never fails the turn), the request's
+    tokens in and out (None when unknown), and whether it failed once sent (usage counts it as a
+    failed model request; issue 20)."""
     try:
         answer = complete(endpoint=endpoint, messages=router_messages(conversation=conversation, candidates=candidates),
                           deadline=settings.ASIXTO_ROUTER_TIMEOUT)
     except ModelError as exc:
-        return None, exc.code, (None, None)
-    return parse_facts(answer.content, candidates), answer.content[:MAX_ANSWER_CHARS], (answer.tokens_in, answer.tokens_out)
+        return None, exc.code, (None, None), exc.sent
+    return (parse_facts(answer.content, candidates), answer.content[:MAX_ANSWER_CHARS],
+            (answer.tokens_in, answer.tokens_out), False)

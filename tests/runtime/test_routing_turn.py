@@ -103,6 +103,9 @@ def test_unclear_router_output_leaves_the_turn_unrouted(alpha, soporte, router_a
     with alpha.schema():
         first = TurnStep.objects.get(turn=turn, index=1)
     assert first.response["route"] is None and first.response["routing"]["outcome"] == "unclear"
+    # Issue 20: a router request that failed is a failed model request in usage; its decision stays.
+    assert first.state == ("failed" if router_answer.status == 500 else "done")
+    assert "router_failed" not in first.response["routing"]
 
 
 def test_the_router_endpoint_of_the_tenant_is_used_when_set(alpha, soporte):
