@@ -9,8 +9,9 @@ leaving one domain out:
 - the grammar of the request, domain-free: a question (its mark, or a question word first), a thing
   the customer did before ("solicité…", "I placed…"), the kinds of action its verbs name
   (`phrasings.kinds_asked`: status and search are knowing, the others doing), a request form
-  ("quiero…", "could you…"), an order ("cancela…", "send…"), and asking to know ("quiero saber…",
-  "can you tell me…").
+  ("quiero…", "could you…"), an order ("cancela…", "send…"), asking to know ("quiero saber…",
+  "can you tell me…"), and the verb the request governs (`head.governed`: "¿le pueden **poner**…?",
+  "quería **saber** si…", "**hacedme**…"), a verb of knowing or any other.
 `acts(text, plain, use)` gives the log-odds that it asks to act.
 """
 
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from runtime.routing.head import governed
 from runtime.routing.phrasings import done_before, kinds_asked
 from runtime.routing.words import fold
 
@@ -37,8 +39,8 @@ def probability(log_odds: float) -> float:
 PROBE_CLIP = 8.0
 KNOWING = {"status", "search", "locate"}
 # Fitted by datasets/fit_gate.py (leave one domain out); the order of `features`.
-ACTION_COEFFICIENTS = (1.2984, -1.1715, -0.8282, -0.8022, -0.4868, 0.2932, 1.5627, 0.9449, -3.7363)
-ACTION_BIAS = 0.6258
+ACTION_COEFFICIENTS = (1.0815, -1.2420, -0.7861, -1.0778, -0.3906, 0.0136, 0.6875, 0.1967, -2.8617, 2.1693, -0.1085)
+ACTION_BIAS = 0.5028
 
 _QUESTION_START = re.compile(
     r"^(que|qué|cual|cuales|cuando|donde|como|cuanto|cuanta|cuantos|cuantas|por que|ya|todavia|aun|sigue|siguen|"
@@ -94,9 +96,11 @@ def features(text: str, plain: str, probe_log_odds: float) -> list[float]:
     """What the combination weighs: the probe and the grammar of the request (`text` raw, `plain` normalised)."""
     kinds = kinds_asked(plain)
     opening = fold(text).strip(" ¿¡\"'")
+    head = governed(plain)
     return [probe_log_odds / PROBE_CLIP, float("?" in text), float(bool(_QUESTION_START.match(opening))),
             float(done_before(plain)), float(bool(kinds & KNOWING)), float(bool(kinds - KNOWING)),
-            float(bool(_REQUEST_FORM.search(plain))), float(bool(_ORDER.match(plain))), float(bool(_KNOW_FORM.search(plain)))]
+            float(bool(_REQUEST_FORM.search(plain))), float(bool(_ORDER.match(plain))), float(bool(_KNOW_FORM.search(plain))),
+            float(head == "act"), float(head == "know")]
 
 
 def acts(text: str, plain: str, use: np.ndarray) -> float:
