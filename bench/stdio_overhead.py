@@ -27,8 +27,8 @@ always runs right after the other), one call at a time, in one run, on one proce
 is timed alone; the medians and 90th percentiles of each, the ratios of those, and the median
 of the per-pair ratios are printed with the CPU this process spent per call (all threads: the
 gateway's session loop and record writer are threads of it) and the load average before and
-after. The record writer stores the gateway's records in batches in the background meanwhile,
-so its CPU falls on whichever calls run then, of both variants.
+after. After each gateway call its record is stored (`flush_records()`, untimed), so the record
+writer's work never falls on the SDK's calls; what storing it costs is the third variant's.
 
 `--profile` runs more gateway calls under cProfile afterwards and prints the top of it
 (BENCH_SORT=tottime for own time; BENCH_PROFILE_FILE=path also saves the statistics). cProfile
@@ -145,6 +145,7 @@ def main():
             outcome = call_tool(name=f"soporte__{TOOL}", arguments=ARGUMENTS, context=context)
             took = time.perf_counter() - start
         assert outcome.ok, outcome
+        flush_records()  # untimed: the writer's work must not fall on the next (SDK) call
         return took
 
     def gateway_flushed() -> float:
