@@ -354,17 +354,26 @@ class StdioPool:
         entry.users += 1
         try:
             with anyio.fail_after(seconds):
-                await entry.ready.wait()
+                # A warm call waits for nothing here: no turn of the loop for a set event or a
+                # free place (each turn is a poll of every pipe, P1).
+                if not entry.ready.is_set():
+                    await entry.ready.wait()
                 if entry.failure is not None:
                     raise entry.failure
                 exchange.child, exchange.used_cached_discover = entry.exchange.child, entry.exchange.used_cached_discover
-                async with entry.limiter:
+                try:
+                    entry.limiter.acquire_nowait()
+                except anyio.WouldBlock:
+                    await entry.limiter.acquire()
+                try:
                     if entry.session is None or entry.stop.is_set():
                         raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
                     params = types.CallToolRequestParams(name=name, arguments=arguments, _meta=meta)
                     return await entry.session.send_request(
                         types.CallToolRequest(params=params), _RESULT, request_read_timeout_seconds=target.timeout
                     )
+                finally:
+                    entry.limiter.release()
         except McpError:
             raise
         except (Exception, BaseExceptionGroup) as exc:
