@@ -1,7 +1,7 @@
 """A warm tool call to a stdio MCP server through the gateway against the MCP SDK's own client
 (issue 22: goal ≤ 1.5×).
 
-    python bench/stdio_overhead.py [--pairs 400] [--warm-up 50] [--with-flush] [--profile]
+    python bench/stdio_overhead.py [--pairs 400] [--warm-up 50] [--with-flush] [--writer-in-background] [--profile]
 
 Two children of the same command (the example server, examples/soporte, speaking stdio) run
 side by side, each with a live, negotiated session (the cached server/discover result, as the
@@ -28,7 +28,9 @@ is timed alone; the medians and 90th percentiles of each, the ratios of those, a
 of the per-pair ratios are printed with the CPU this process spent per call (all threads: the
 gateway's session loop and record writer are threads of it) and the load average before and
 after. After each gateway call its record is stored (`flush_records()`, untimed), so the record
-writer's work never falls on the SDK's calls; what storing it costs is the third variant's.
+writer's work never falls on the SDK's calls; what storing it costs is the third variant's. With
+`--writer-in-background` the records are not flushed: the writer stores them in batches
+meanwhile, as in a busy worker, and its work falls on whichever calls run then, of both variants.
 
 `--profile` runs more gateway calls under cProfile afterwards and prints the top of it
 (BENCH_SORT=tottime for own time; BENCH_PROFILE_FILE=path also saves the statistics). cProfile
@@ -114,6 +116,8 @@ def main():
     parser.add_argument("--pairs", type=int, default=400, help="calls of each variant, alternated")
     parser.add_argument("--warm-up", type=int, default=50, help="untimed calls of each variant first")
     parser.add_argument("--with-flush", action="store_true", help="also the gateway's call with its record stored after it")
+    parser.add_argument("--writer-in-background", action="store_true",
+                        help="leave the gateway's records to the writer's batches instead of storing each, untimed, after its call")
     parser.add_argument("--profile", action="store_true", help="profile more gateway calls and print where the time went")
     args = parser.parse_args()
     setup()
@@ -145,7 +149,8 @@ def main():
             outcome = call_tool(name=f"soporte__{TOOL}", arguments=ARGUMENTS, context=context)
             took = time.perf_counter() - start
         assert outcome.ok, outcome
-        flush_records()  # untimed: the writer's work must not fall on the next (SDK) call
+        if not args.writer_in_background:
+            flush_records()  # untimed: the writer's work must not fall on the next (SDK) call
         return took
 
     def gateway_flushed() -> float:

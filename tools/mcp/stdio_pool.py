@@ -85,8 +85,10 @@ EXIT_STATUS_SECONDS = 2.0
 # Past its own deadline, how long a caller waits for the loop before giving up on it.
 BACKSTOP_SECONDS = 5.0
 # How often the housekeeper runs the loop's due work while no call runs it, and for how many
-# turns of the loop (each a non-blocking poll): timers, children's output and exits.
+# turns of the loop (each a non-blocking poll): timers, children's output and exits. With no
+# session open or closing (only the janitor's task), it looks in less often.
 TICK_SECONDS = 0.05
+QUIET_TICK_SECONDS = 1.0
 TICK_TURNS = 20
 # How long shutdown waits for every child to be stopped and reaped.
 CLOSE_SECONDS = 15.0
@@ -300,10 +302,11 @@ class StdioPool:
 
     def _housekeep(self, loop: asyncio.AbstractEventLoop) -> None:
         """The housekeeper: runs the loop for the calls handed to it, and every TICK_SECONDS
-        for a few turns when no call runs it."""
+        for a few turns when no call runs it. `_tasks` is read here without the baton: only its
+        size, as a hint."""
         while True:
             try:
-                errand = self._errands.get(timeout=TICK_SECONDS)
+                errand = self._errands.get(timeout=TICK_SECONDS if len(self._tasks) > 1 else QUIET_TICK_SECONDS)
             except queue.Empty:
                 if self._baton.acquire(blocking=False):  # else a caller runs the loop right now
                     try:
@@ -582,7 +585,7 @@ def shutdown() -> None:
 
 
 def _forget_after_fork() -> None:
-    # The parent's children, pipes and loop thread are the parent's: never closed from here (the
+    # The parent's children, pipes and housekeeper are the parent's: never closed from here (the
     # thread does not exist in the child). Kept referenced so nothing of it is collected.
     global _pool, _pool_lock
     _pool_lock = threading.Lock()
