@@ -1,22 +1,18 @@
 """Long-lived stdio sessions (issue 8): one live, negotiated MCP session per (tenant schema, server,
 launch spec) per process, reused by every gateway call to that server instead of a child per call.
 
-- **One event loop owns every session, run by the caller itself** (issue 22). A warm call's
-  thread takes the loop's baton and runs the loop until its own call is answered, as a plain
-  asyncio program would: no hand-over to another thread and back, which cost as much as the
-  gateway's own work on a warm call (and far more on a loaded machine, where every thread wake-up
-  waits for a CPU). A thread that finds the loop run by another (calls from several threads at
-  once) hands its call over (`run_coroutine_threadsafe`) and waits for its answer, or for the
-  baton, whichever comes first. Calls to one session run concurrently (MCP tells answers apart by
-  request id), at most `max_calls_per_session` at once; the rest wait their turn within their
-  deadline (G3).
-- **The housekeeper thread** (`asixto-stdio-sessions`) runs the loop between calls, every
-  TICK_SECONDS for a few non-blocking turns (idle sessions closed, children reaped, pings after
-  timeouts, output drained), and starts every session: a call that finds no live, negotiated
-  session for its server hands its call to the housekeeper, which runs the loop until that call
-  is answered. So every child is forked by the housekeeper, a thread as long-lived as the pool:
-  the supervisor's PR_SET_PDEATHSIG fires when the thread that forked it ends, and a caller's
-  thread may end any time.
+- **One event loop owns every session, run by the caller itself** (issue 22; shared_loop.py). A
+  warm call's thread runs the loop until its own call is answered, as a plain asyncio program
+  would: no hand-over to a loop thread and back (two thread wake-ups, as much as the gateway's
+  own work on a warm call, and far more on a loaded machine). Calls from several threads at once
+  share the loop; calls to one session run concurrently (MCP tells answers apart by request id),
+  at most `max_calls_per_session` at once; the rest wait their turn within their deadline (G3).
+- **The housekeeper thread** (`asixto-stdio-sessions`) runs the loop between calls (idle
+  sessions closed, children reaped, pings after timeouts, output drained) and starts every
+  session: a call that finds no live, negotiated session for its server hands its call to the
+  housekeeper, which runs the loop until that call is answered. So every child is forked by a
+  thread as long-lived as the pool: the supervisor's PR_SET_PDEATHSIG fires when the thread that
+  forked it ends, and a caller's thread may end any time.
 - **A session belongs to an owner task**: it starts the child and negotiates (bounded by the
   server's timeout × OPERATION_TIMEOUT_FACTOR), then waits until it is told to stop or the
   server's output ends, and closes the session; the transport (tools/mcp/stdio.py) stops the
@@ -52,7 +48,6 @@ import json
 import logging
 import math
 import os
-import queue
 import threading
 import time
 from collections import OrderedDict
@@ -70,6 +65,7 @@ from pydantic import TypeAdapter
 from tools.mcp.connection import Exchange, open_session, translate
 from tools.mcp.errors import McpError
 from tools.mcp.log_redaction import secrets_in_scope
+from tools.mcp.shared_loop import Closed, SharedLoop
 from tools.mcp.target import OPERATION_TIMEOUT_FACTOR, ServerTarget
 
 log = logging.getLogger(__name__)
@@ -84,12 +80,6 @@ PING_SECONDS = 10.0
 EXIT_STATUS_SECONDS = 2.0
 # Past its own deadline, how long a caller waits for the loop before giving up on it.
 BACKSTOP_SECONDS = 5.0
-# How often the housekeeper runs the loop's due work while no call runs it, and for how many
-# turns of the loop (each a non-blocking poll): timers, children's output and exits. With no
-# session open or closing (only the janitor's task), it looks in less often.
-TICK_SECONDS = 0.05
-QUIET_TICK_SECONDS = 1.0
-TICK_TURNS = 20
 # How long shutdown waits for every child to be stopped and reaped.
 CLOSE_SECONDS = 15.0
 
@@ -151,15 +141,8 @@ class StdioPool:
             raise ValueError("idle_seconds, max_sessions and max_calls_per_session must be positive")
         self.idle_seconds, self.max_sessions, self.max_calls = idle_seconds, max_sessions, max_calls_per_session
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None  # the housekeeper
+        self._shared: SharedLoop | None = None  # made on the first call
         self._closed = False
-        # Held by the thread that runs the loop; released under `_handover`, which is notified
-        # then and whenever a handed-over call is answered.
-        self._baton = threading.Lock()
-        self._handover = threading.Condition()
-        # Work for the housekeeper: (coroutine, future) to run the loop for, or _STOP.
-        self._errands: queue.SimpleQueue[Any] = queue.SimpleQueue()
         # Touched only by the thread running the loop.
         self._sessions: OrderedDict[tuple[Hashable, str], _Session] = OrderedDict()
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -192,7 +175,7 @@ class StdioPool:
                 # None yet, or it died: the housekeeper starts one and runs this call.
                 return self._run(self._call(owner, target, name, arguments, meta, seconds, may_start=True), seconds,
                                  by_housekeeper=True)
-        except _Closed as exc:  # the process is shutting down
+        except Closed as exc:  # the process is shutting down
             raise McpError("connect", "connect_failed", exchange.params(detail=str(exc))) from None
         except concurrent.futures.TimeoutError:
             raise _timed_out(exchange, seconds) from None
@@ -201,136 +184,38 @@ class StdioPool:
 
     def live(self) -> list[tuple[Hashable, int | None]]:
         """(owner, server pid) of every live session, least recently used first."""
-        if self._loop is None or self._closed:
+        if self._shared is None or self._closed:
             return []
         return self._run(self._live(), CLOSE_SECONDS)
 
     def checked(self) -> None:
         """Wait until every responsiveness check after a timed-out call has decided (tests)."""
-        if self._loop is not None and not self._closed:
+        if self._shared is not None and not self._closed:
             self._run(self._checked(), CLOSE_SECONDS)
 
     def close(self) -> None:
         """Close every session (each child stopped and reaped) and stop the housekeeper."""
         with self._lock:
-            loop, thread, self._closed = self._loop, self._thread, True
-            self._loop = self._thread = None
-        if loop is None or thread is None:
+            shared, self._shared, self._closed = self._shared, None, True
+        if shared is None:
             return
         try:
-            self._run_on(loop, self._close_all(), CLOSE_SECONDS)
+            shared.run(self._close_all(), CLOSE_SECONDS)
         except Exception:  # a child stuck in the kernel; its supervisor still gets PDEATHSIG
             log.warning("stdio sessions were not all closed within %.0f s", CLOSE_SECONDS, exc_info=True)
-        self._errands.put(_STOP)
-        thread.join(CLOSE_SECONDS)
-        if self._baton.acquire(timeout=CLOSE_SECONDS):  # nobody runs the loop any more
-            loop.close()
-
-    def _running_loop(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._closed:
-                raise _Closed("this stdio session pool is closed")
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(target=self._housekeep, args=(loop,), name="asixto-stdio-sessions", daemon=True)
-                self._loop, self._thread = loop, thread
-                loop.call_soon(self._spawn, self._janitor())
-                thread.start()
-            return self._loop
+        shared.close(CLOSE_SECONDS)
 
     def _run(self, coroutine: Coroutine[Any, Any, Any], seconds: float, *, by_housekeeper: bool = False) -> Any:
-        """Run `coroutine` on the loop and return its result: on this thread when the loop is
-        free, else handed to whoever runs it (the housekeeper, with `by_housekeeper`)."""
-        try:
-            loop = self._running_loop()
-        except _Closed:
-            coroutine.close()
-            raise
-        return self._run_on(loop, coroutine, seconds, by_housekeeper=by_housekeeper)
-
-    def _run_on(self, loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, Any], seconds: float, *,
-                by_housekeeper: bool = False) -> Any:
-        # A thread that runs an event loop of its own (an async caller) cannot run this one.
-        drives = not by_housekeeper and asyncio._get_running_loop() is None
-        if drives and self._baton.acquire(blocking=False):
-            try:
-                if loop.is_closed():
-                    coroutine.close()
-                    raise _Closed("this stdio session pool is closed")
-                return loop.run_until_complete(coroutine)
-            finally:
-                self._release()
-        if by_housekeeper or not drives:
-            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-            future.add_done_callback(self._answered)
-            self._errands.put((coroutine, future))
-        else:
-            future = asyncio.run_coroutine_threadsafe(coroutine, loop)
-            future.add_done_callback(self._answered)
-        return self._wait(loop, future, seconds + BACKSTOP_SECONDS, drives=drives)
-
-    def _wait(self, loop: asyncio.AbstractEventLoop, future: concurrent.futures.Future[Any], seconds: float, *,
-              drives: bool) -> Any:
-        """The future's result, within `seconds`; meanwhile this thread runs the loop itself
-        whenever it finds it free (the thread that ran it has its own answer)."""
-        deadline = time.monotonic() + seconds
-        while not future.done():
-            if drives and self._baton.acquire(blocking=False):
-                try:
-                    if not loop.is_closed():
-                        loop.run_until_complete(_settled(future))
-                finally:
-                    self._release()
-                continue
-            left = deadline - time.monotonic()
-            if left <= 0:
-                future.cancel()
-                raise concurrent.futures.TimeoutError
-            with self._handover:
-                if not future.done() and not (drives and not self._baton.locked()):
-                    self._handover.wait(left)
-        return future.result()
-
-    def _release(self) -> None:
-        with self._handover:
-            self._baton.release()
-            self._handover.notify_all()
-
-    def _answered(self, _future: concurrent.futures.Future[Any]) -> None:
-        with self._handover:
-            self._handover.notify_all()
-
-    def _housekeep(self, loop: asyncio.AbstractEventLoop) -> None:
-        """The housekeeper: runs the loop for the calls handed to it, and every TICK_SECONDS
-        for a few turns when no call runs it. `_tasks` is read here without the baton: only its
-        size, as a hint."""
-        while True:
-            try:
-                errand = self._errands.get(timeout=TICK_SECONDS if len(self._tasks) > 1 else QUIET_TICK_SECONDS)
-            except queue.Empty:
-                if self._baton.acquire(blocking=False):  # else a caller runs the loop right now
-                    try:
-                        if not loop.is_closed():
-                            loop.run_until_complete(_turns(TICK_TURNS))
-                    except Exception:
-                        log.exception("the stdio session loop failed a tick")
-                    finally:
-                        self._release()
-                continue
-            if errand is _STOP:
-                return
-            coroutine, future = errand
-            self._baton.acquire()
-            try:
-                if loop.is_closed():
-                    coroutine.close()
-                    future.set_exception(_Closed("this stdio session pool is closed"))
-                else:
-                    loop.run_until_complete(_fulfil(coroutine, future))
-            except Exception:
-                log.exception("the stdio session loop failed a call")
-            finally:
-                self._release()
+        with self._lock:
+            if self._closed:
+                coroutine.close()
+                raise Closed("this stdio session pool is closed")
+            if self._shared is None:
+                # Quick ticks while a session is open or closing (tasks besides the janitor).
+                self._shared = SharedLoop(name="asixto-stdio-sessions", busy=lambda: len(self._tasks) > 1)
+                self._shared.call_soon(self._spawn, self._janitor())
+            shared = self._shared
+        return shared.run(coroutine, seconds + BACKSTOP_SECONDS, by_housekeeper=by_housekeeper)
 
     # --- the thread running the loop (one at a time: the baton) -------------------------------
 
@@ -504,41 +389,6 @@ async def _until_stopped(entry: _Session) -> None:
 
 class _NotLive(Exception):
     """No live, negotiated session for the call: the housekeeper is to start one."""
-
-
-class _Closed(RuntimeError):
-    pass
-
-
-_STOP = object()
-
-
-async def _settled(future: concurrent.futures.Future[Any]) -> None:
-    """Until `future` has its result (or exception), whatever it is: its caller raises it."""
-    mirror = asyncio.wrap_future(future)
-    await asyncio.wait([mirror])
-    if not mirror.cancelled():
-        mirror.exception()  # retrieved here, so asyncio does not log it as forgotten
-
-
-async def _turns(count: int) -> None:
-    """`count` turns of the loop, each with a non-blocking poll: what is due now runs."""
-    for _ in range(count):
-        await asyncio.sleep(0)
-
-
-async def _fulfil(coroutine: Coroutine[Any, Any, Any], future: concurrent.futures.Future[Any]) -> None:
-    if not future.set_running_or_notify_cancel():  # its caller gave up before it started
-        coroutine.close()
-        return
-    try:
-        result = await coroutine
-    except asyncio.CancelledError:
-        future.set_exception(concurrent.futures.CancelledError())
-    except BaseException as exc:  # noqa: BLE001 - the caller's to raise, in its own thread
-        future.set_exception(exc)
-    else:
-        future.set_result(result)
 
 
 def _timeout(exc: BaseException) -> bool:
