@@ -83,3 +83,31 @@ def test_after_close_nothing_runs(shared):
 
 async def _event():
     return asyncio.Event()
+
+
+def test_many_threads_each_get_every_answer(shared):
+    """Issue 22: 32 threads run 20 coroutines each at once, some done at once, some after a turn
+    or a timer: every one is answered (no thread is left waiting for a loop nobody runs), each
+    with its own result."""
+    errors, answers = [], []
+
+    async def echo(value, pause):
+        if pause is not None:
+            await asyncio.sleep(pause)
+        return value
+
+    def caller(number):
+        try:
+            for step in range(20):
+                pause = (None, 0, 0.001)[(number + step) % 3]  # none, one turn of the loop, a timer
+                answers.append(shared.run(echo((number, step), pause), CEILING))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=caller, args=(number,)) for number in range(32)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(CEILING * 2)
+    assert not errors
+    assert sorted(answers) == [(number, step) for number in range(32) for step in range(20)]

@@ -8,7 +8,8 @@
 - **A thread that finds the loop taken** (calls from several threads at once) hands its
   coroutine to the loop (`run_coroutine_threadsafe`), where the thread running it runs it too,
   and waits for its result or for the baton, whichever comes first: the thread that ran the loop
-  stops as soon as its own coroutine is done, and a waiting one takes over.
+  stops as soon as its own coroutine is done, and wakes one waiting thread to take over (one at
+  a time: each waits on an event of its own, so a release does not wake them all).
 - **The housekeeper** (a thread of its own, as long-lived as the loop) runs the loop for what is
   handed to it (`run(..., by_housekeeper=True)`: what must run on a long-lived thread, such as
   forking a child whose supervisor has PR_SET_PDEATHSIG set, which fires when the thread that
@@ -51,10 +52,12 @@ class SharedLoop:
         self.loop = asyncio.new_event_loop()
         self._busy = busy
         self._closed = False
-        # Held by the thread that runs the loop; released under `_handover`, which is notified
-        # then and whenever a handed-over coroutine is done.
+        # Held by the thread that runs the loop. Threads waiting to run it (their coroutine handed
+        # over) are woken one at a time when it is released: each waits on its own event, set
+        # then or when its coroutine is done, so many waiting threads are not all woken at once.
         self._baton = threading.Lock()
-        self._handover = threading.Condition()
+        self._waiting: list[threading.Event] = []
+        self._waiting_lock = threading.Lock()
         self._errands: queue.SimpleQueue[Any] = queue.SimpleQueue()  # (coroutine, future), or _STOP
         self._thread = threading.Thread(target=self._housekeep, name=name, daemon=True)
         self._thread.start()
@@ -81,7 +84,6 @@ class SharedLoop:
         else:
             future = concurrent.futures.Future()
             self._errands.put((coroutine, future))
-        future.add_done_callback(self._answered)
         return self._wait(future, seconds, drives=drives)
 
     def call_soon(self, callback: Callable[..., Any], *args: Any) -> None:
@@ -100,31 +102,52 @@ class SharedLoop:
 
     def _wait(self, future: concurrent.futures.Future[Any], seconds: float, *, drives: bool) -> Any:
         deadline = time.monotonic() + seconds
-        while not future.done():
-            if drives and self._baton.acquire(blocking=False):
-                try:
-                    if not self.loop.is_closed():
-                        self.loop.run_until_complete(_settled(future))
-                finally:
-                    self._release()
-                continue
-            left = deadline - time.monotonic()
-            if left <= 0:
-                future.cancel()
-                raise concurrent.futures.TimeoutError
-            with self._handover:
-                if not future.done() and not (drives and not self._baton.locked()):
-                    self._handover.wait(left)
+        wake = threading.Event()
+        future.add_done_callback(lambda _done: wake.set())
+        try:
+            while not future.done():
+                if drives:
+                    # Waiting before trying: a release after the try wakes this thread.
+                    self._wait_for_baton(wake)
+                    if self._baton.acquire(blocking=False):
+                        self._stop_waiting(wake)
+                        try:
+                            if not self.loop.is_closed():
+                                self.loop.run_until_complete(_settled(future))
+                        finally:
+                            self._release()
+                        continue
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    future.cancel()
+                    raise concurrent.futures.TimeoutError
+                wake.wait(left)
+                wake.clear()  # then the loop's test: done, or try the baton again
+        finally:
+            if drives:
+                self._stop_waiting(wake)
+                if not self._baton.locked():
+                    self._wake_one()  # a wake-up this thread took without needing it goes on
         return future.result()
 
-    def _release(self) -> None:
-        with self._handover:
-            self._baton.release()
-            self._handover.notify_all()
+    def _wait_for_baton(self, wake: threading.Event) -> None:
+        with self._waiting_lock:
+            if wake not in self._waiting:
+                self._waiting.append(wake)
 
-    def _answered(self, _future: concurrent.futures.Future[Any]) -> None:
-        with self._handover:
-            self._handover.notify_all()
+    def _stop_waiting(self, wake: threading.Event) -> None:
+        with self._waiting_lock:
+            if wake in self._waiting:
+                self._waiting.remove(wake)
+
+    def _wake_one(self) -> None:
+        with self._waiting_lock:
+            if self._waiting:
+                self._waiting.pop(0).set()
+
+    def _release(self) -> None:
+        self._baton.release()
+        self._wake_one()
 
     def _housekeep(self) -> None:
         loop = self.loop
