@@ -26,15 +26,17 @@ The variants alternate call by call (A B, B A, A B, …: each pair's order flips
 always runs right after the other), one call at a time, in one run, on one process. Each call
 is timed alone; the medians and 90th percentiles of each, the ratios of those, and the median
 of the per-pair ratios are printed with the CPU this process spent per call (all threads: the
-gateway's session loop and record writer are threads of it) and the load average before and
-after. After each gateway call its record is stored (`flush_records()`, untimed), so the record
-writer's work never falls on the SDK's calls; what storing it costs is the third variant's. With
+record writer and the stdio pool's housekeeper are threads of it) and the load average before
+and after. After each gateway call its record is stored (`flush_records()`, untimed, though its
+CPU is counted in the gateway's), so the record writer's work never falls on the SDK's calls;
+what waiting for it costs is the third variant's. With
 `--writer-in-background` the records are not flushed: the writer stores them in batches
 meanwhile, as in a busy worker, and its work falls on whichever calls run then, of both variants.
 
 `--profile` runs more gateway calls under cProfile afterwards and prints the top of it
 (BENCH_SORT=tottime for own time; BENCH_PROFILE_FILE=path also saves the statistics). cProfile
-sees only the calling thread; the session loop's share shows as the wait for its answer.
+sees only the calling thread, which runs the session's loop itself on a warm call (the time in
+`epoll.poll` is the wait for the child's answer); the flush after each call is profiled too.
 
 Not covered: starting a child and its first negotiation (timed once and printed, not compared),
 concurrent calls (one caller; the pool runs several calls on one session at once), many tenants
