@@ -13,9 +13,10 @@
 - **The housekeeper** (a thread of its own, as long-lived as the loop) runs the loop for what is
   handed to it (`run(..., by_housekeeper=True)`: what must run on a long-lived thread, such as
   forking a child whose supervisor has PR_SET_PDEATHSIG set, which fires when the thread that
-  forked it ends), and every TICK_SECONDS for a few non-blocking turns while nobody else runs it
-  (timers, children's output and exits): QUIET_TICK_SECONDS while `busy()` says there is
-  nothing but timers far off.
+  forked it ends), and, while nobody else runs it, for a few non-blocking turns at a time
+  (timers, children's output and exits): every TICK_SECONDS while `busy()` says work is under
+  way and just after a run, then less and less often, down to every QUIET_TICK_SECONDS (an idle
+  process with live sessions costs next to no CPU).
 - A thread that runs an event loop of its own (an async caller) cannot run this one: the
   housekeeper runs its coroutine.
 """
@@ -33,9 +34,9 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-TICK_SECONDS = 0.05
+TICK_SECONDS = 0.1
 QUIET_TICK_SECONDS = 1.0
-TICK_TURNS = 20  # turns of the loop per tick, each a non-blocking poll
+TICK_TURNS = 10  # turns of the loop per tick, each a non-blocking poll
 
 
 class Closed(RuntimeError):
@@ -51,6 +52,7 @@ class SharedLoop:
     def __init__(self, *, name: str, busy: Callable[[], bool] = lambda: True) -> None:
         self.loop = asyncio.new_event_loop()
         self._busy = busy
+        self._runs = 0  # counts runs, so the housekeeper sees that some happened
         self._closed = False
         # Held by the thread that runs the loop. Threads waiting to run it (their coroutine handed
         # over) are woken one at a time when it is released: each waits on its own event, set
@@ -68,6 +70,7 @@ class SharedLoop:
         concurrent.futures.TimeoutError. Closed once the loop is closed."""
         # A thread that runs an event loop of its own cannot run this one.
         drives = not by_housekeeper and asyncio._get_running_loop() is None
+        self._runs += 1  # not exact across threads, nor need it be: a hint
         if drives and self._baton.acquire(blocking=False):
             try:
                 if self.loop.is_closed():
@@ -151,9 +154,14 @@ class SharedLoop:
 
     def _housekeep(self) -> None:
         loop = self.loop
+        pause, runs_seen = TICK_SECONDS, self._runs
         while True:
+            if self._busy() or self._runs != runs_seen:
+                pause, runs_seen = TICK_SECONDS, self._runs
+            else:
+                pause = min(pause * 2, QUIET_TICK_SECONDS)
             try:
-                errand = self._errands.get(timeout=TICK_SECONDS if self._busy() else QUIET_TICK_SECONDS)
+                errand = self._errands.get(timeout=pause)
             except queue.Empty:
                 if self._baton.acquire(blocking=False):  # else a caller runs the loop right now
                     try:

@@ -211,11 +211,16 @@ class StdioPool:
                 coroutine.close()
                 raise Closed("this stdio session pool is closed")
             if self._shared is None:
-                # Quick ticks while a session is open or closing (tasks besides the janitor).
-                self._shared = SharedLoop(name="asixto-stdio-sessions", busy=lambda: len(self._tasks) > 1)
+                # Busy while a session starts or closes, or a ping is awaited: tasks besides the
+                # janitor and the live sessions' owners.
+                self._shared = SharedLoop(name="asixto-stdio-sessions", busy=self._busy)
                 self._shared.call_soon(self._spawn, self._janitor())
             shared = self._shared
         return shared.run(coroutine, seconds + BACKSTOP_SECONDS, by_housekeeper=by_housekeeper)
+
+    def _busy(self) -> bool:
+        # Read by the housekeeper without the baton: sizes only, as a hint.
+        return len(self._tasks) > 1 + len(self._sessions)
 
     # --- the thread running the loop (one at a time: the baton) -------------------------------
 
