@@ -1,7 +1,6 @@
 """P1: a tool call through the gateway against a bare POST of the same JSON-RPC body.
 
     python bench/gateway_overhead.py [--blocks 40] [--block-size 25] [--tenants 1] [--record-per-call] [--profile]
-    python bench/gateway_overhead.py --stdio [--blocks 40] [--block-size 25]
 
 `--profile` prints where one more block's time went (BENCH_SORT=tottime to sort by own time;
 BENCH_PROFILE_FILE=path also saves the statistics).
@@ -40,12 +39,7 @@ also loads that tenant's tool from the database (later calls find it in the look
 the catalog changes): those first calls are timed apart, and the warm-up reaches every tenant
 so that the blocks measure the steady state.
 
-`--stdio` (issue 8) compares warm calls to the same example server run as a stdio child: the
-gateway's call (its live session in this process, tools/mcp/stdio_pool.py) against a direct SDK
-call (`ClientSession.call_tool`) over a live session of the SDK's own `stdio_client` to a second
-child of the same command, negotiated the same way (the cached server/discover result). The
-direct calls of a block run as plain awaits in the session's own event loop (one hand-over to
-that loop per block, not per call): the SDK used as an async program uses it. Goal ≤ 1.5×.
+A stdio server's warm call against the SDK's own client: bench/stdio_overhead.py (issue 22).
 
 Not covered: a first connection (TCP, TLS; loopback plain HTTP only, kept alive), name lookups
 of a real host name (the URL is a literal address), retries, timeouts and failures, large
@@ -165,10 +159,7 @@ def main():
     parser.add_argument("--record-per-call", action="store_true",
                         help="also the gateway with each call's record stored before the next call (as /invoke does)")
     parser.add_argument("--profile", action="store_true", help="profile one more gateway block and print where the time went")
-    parser.add_argument("--stdio", action="store_true", help="the example server as a stdio child (live sessions)")
     args = parser.parse_args()
-    if args.stdio:
-        return stdio_main(args)
     os.environ["ASIXTO_ALLOW_PRIVATE_HOSTS"] = "1"
     setup()
     import httpx
@@ -283,110 +274,6 @@ def profile(run):
     if os.environ.get("BENCH_PROFILE_FILE"):  # for pstats or snakeviz
         profiler.dump_stats(os.environ["BENCH_PROFILE_FILE"])
     pstats.Stats(profiler).sort_stats(os.environ.get("BENCH_SORT", "cumulative")).print_stats(45)
-
-
-# The example server as a stdio program, runnable from any working directory.
-STDIO_CODE = f"import sys; sys.path.insert(0, {str(ROOT)!r}); from examples.soporte.__main__ import main; main(['--stdio'])"
-
-
-class DirectStdioSession:
-    """A live SDK session (the SDK's own `stdio_client`) owned by an event loop in a thread of
-    its own; `calls` runs `ClientSession.call_tool` on it, in that loop."""
-
-    def __init__(self, discover):
-        import asyncio
-        import threading
-
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.ready, self.stop = threading.Event(), None
-        self.session = None
-        asyncio.run_coroutine_threadsafe(self._own(discover), self.loop)
-        if not self.ready.wait(120):
-            raise SystemExit("the direct stdio session did not start")
-
-    async def _own(self, discover):
-        import anyio
-        import mcp_types as types
-        from mcp import StdioServerParameters
-        from mcp.client.session import ClientSession
-        from mcp.client.stdio import stdio_client
-
-        self.stop = anyio.Event()
-        parameters = StdioServerParameters(command=sys.executable, args=["-c", STDIO_CODE])
-        async with stdio_client(parameters) as (read_stream, write_stream):
-            async with ClientSession(read_stream, write_stream) as session:
-                session.adopt(types.DiscoverResult.model_validate(discover))
-                self.session = session
-                self.ready.set()
-                await self.stop.wait()
-
-    def calls(self, count, name, arguments, meta):
-        """`count` calls awaited one after the other in the session's own loop (one hand-over
-        to that loop for all of them, as an async program makes its calls)."""
-        import asyncio
-
-        async def run():
-            for _ in range(count):
-                result = await self.session.call_tool(name, arguments, meta=meta)
-                assert not result.is_error, result
-
-        asyncio.run_coroutine_threadsafe(run(), self.loop).result(60 + count)
-
-    def close(self):
-        self.loop.call_soon_threadsafe(self.stop.set)
-
-
-def stdio_main(args):
-    os.environ.setdefault("ASIXTO_STDIO_USER", "")  # the venv's interpreter may be unreadable to another user
-    setup("asixto_bench_gateway_overhead_stdio")  # beside a run of the HTTP mode
-    from django.db import connection
-    from django_tenants.utils import tenant_context
-
-    from tenants.models import ApprovedCommand
-    from tenants.services import tenant_create
-    from tools.gateway import CallContext, call_tool, flush_records
-    from tools.gateway.call import build_meta
-    from tools.mcp import stdio_pool
-    from tools.models import McpServer
-    from tools.services import catalog_sync, server_create
-
-    ApprovedCommand.objects.create(slug="soporte-stdio", executable=sys.executable, base_args=["-c", STDIO_CODE])
-    tenant = tenant_create(slug="bench-gateway-stdio", name="Bench").tenant
-    with tenant_context(tenant):
-        catalog_sync(server=server_create(data={"slug": "soporte", "transport": "stdio", "command": "soporte-stdio",
-                                                "timeout_seconds": 30.0}))
-        discover = McpServer.objects.get(slug="soporte").discover_result
-    connection.set_schema_to_public()
-    arguments = {"consulta": "router"}
-    context = CallContext(channel="chat", idempotency_key="bench", conversation_id="bench")
-    meta = build_meta(context, f"req_{uuid.uuid4().hex[:20]}", "bench")
-    direct = DirectStdioSession(discover)
-
-    def through_gateway():
-        with tenant_context(tenant):
-            outcome = call_tool(name="soporte__buscar_producto", arguments=arguments, context=context)
-        assert outcome.ok, outcome
-
-    gateway_block = blocks_of(through_gateway, flush_records)[0]
-    start = time.perf_counter()
-    through_gateway()  # starts the gateway's live session
-    first_ms = (time.perf_counter() - start) * 1000
-    variants = [Variant("direct SDK call (awaited in its loop)", lambda calls: direct.calls(calls, "buscar_producto", arguments, meta)),
-                Variant("gateway (live session)", gateway_block)]
-    try:
-        load_before = load_average()
-        figures = compare(variants, blocks=args.blocks, block_size=args.block_size, warm_up=2 * args.block_size)
-        load_after = load_average()
-        (owner, pid), = stdio_pool.pool().live()
-    finally:
-        direct.close()
-        stdio_pool.shutdown()
-    print(f"{args.blocks} rounds of blocks of {args.block_size} calls, one tenant; the gateway's calls all on child {pid}")
-    print(f"load average before: {load_before}; after: {load_after} ({os.cpu_count()} CPUs)")
-    print(f"first gateway call (starts the child, no negotiation: discover cached): {first_ms:.1f} ms")
-    print_figures(figures, STDIO_GOAL)
 
 
 if __name__ == "__main__":

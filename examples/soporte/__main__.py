@@ -1,7 +1,7 @@
 """Serve the example support desk: `python -m examples.soporte --host 127.0.0.1 --port 8765`.
 
 The MCP endpoint is then `http://127.0.0.1:8765/mcp`. With `--stdio` the same server speaks
-over its standard input and output instead (a stdio MCP server, for bench/gateway_overhead.py).
+over its standard input and output instead (a stdio MCP server, for bench/stdio_overhead.py).
 """
 
 from __future__ import annotations

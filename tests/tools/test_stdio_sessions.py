@@ -6,6 +6,7 @@ The server (tests/support/session_server.py) answers with its own pid, so "the s
 a fact the test reads, not a timing. No test bounds wall-clock time: waits are on conditions
 with generous ceilings (importing the SDK alone takes over a second on a loaded machine)."""
 
+import asyncio
 import os
 import signal
 import sys
@@ -318,3 +319,63 @@ def test_a_forked_child_never_uses_its_parents_sessions(pools):
     assert os.waitstatus_to_exitcode(status) == 0
     assert fresh == "True" and int(pid) != parent_pid
     assert pid_of(parent_pool) == parent_pid
+
+
+# --- who runs the session loop (issue 22) --------------------------------------------------------
+
+
+def test_a_session_started_for_a_thread_that_ends_outlives_it(pools):
+    """Issue 22, M3: a warm call runs the session loop on its caller's thread, but the child is
+    always forked by the pool's own long-lived thread: the supervisor's PR_SET_PDEATHSIG fires
+    when the thread that forked it ends, so a child forked by a caller's thread would be killed
+    when that thread ends. Here a thread starts the session and ends; the child serves on."""
+    pool = pools()
+    started, native = [], []
+
+    def first_call():
+        native.append(threading.get_native_id())
+        started.append(pid_of(pool))
+
+    thread = threading.Thread(target=first_call)
+    thread.start()
+    thread.join(CEILING * 2)
+    assert len(started) == 1
+    # The thread is gone from the kernel too: any parent-death signal has been sent.
+    wait_until(lambda: not Path(f"/proc/self/task/{native[0]}").exists(), "the caller's thread to end")
+    time.sleep(0.5)  # room for a supervisor told of its parent's death to stop its server
+    assert not gone(started[0])
+    assert pid_of(pool) == started[0]
+
+
+def test_a_caller_inside_a_running_event_loop_still_gets_its_answer(pools):
+    """Issue 22: a thread that runs an event loop of its own cannot run the session loop; its
+    call is run by the pool's thread instead, on the same live session."""
+    pool = pools()
+    first = pid_of(pool)
+
+    async def from_a_coroutine():
+        return pid_of(pool)
+
+    assert asyncio.run(from_a_coroutine()) == first
+
+
+def test_many_threads_calling_at_once_share_the_session_loop(pools):
+    """Issue 22: eight threads make five calls each at once: whichever thread runs the session
+    loop, every call is answered, by the one live child, and none is left waiting when the thread
+    that ran the loop has its own answer and stops running it."""
+    pool = pools()
+    first = pid_of(pool)
+    answers, errors = [], []
+
+    def calls():
+        try:
+            answers.extend(pid_of(pool) for _ in range(5))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=calls) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(CEILING * 2)
+    assert not errors and answers == [first] * 40

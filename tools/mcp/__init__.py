@@ -14,6 +14,7 @@ except the gateway's stdio calls, which reuse a live session per server (stdio_p
     http.py           streamable HTTP and SSE, with the real HTTP status kept and bytes bounded
     stdio.py          the child process: explicit env, private cwd, drained stderr, always reaped
     stdio_pool.py     live stdio sessions per process: reused, restarted, closed when idle, bounded
+    shared_loop.py    the sessions' event loop, run by the calling thread itself (no hand-over)
     errors.py         McpError, its texts (render_error) and the helpers that keep secrets out
     failures.py       one classification of HTTP failures for both HTTP stacks (httpx, httpx2)
     bounds.py         byte budget and deadline applied to a response body as it is read

@@ -1,10 +1,18 @@
 """Long-lived stdio sessions (issue 8): one live, negotiated MCP session per (tenant schema, server,
 launch spec) per process, reused by every gateway call to that server instead of a child per call.
 
-- **One event-loop thread owns every session.** Callers, from any thread (gunicorn gthread,
-  Celery threads), submit a call with `run_coroutine_threadsafe` and wait for it within the call's
-  own deadline (G3). Calls to one session run concurrently (MCP tells answers apart by request
-  id), at most `max_calls_per_session` at once; the rest wait their turn within their deadline.
+- **One event loop owns every session, run by the caller itself** (issue 22; shared_loop.py). A
+  warm call's thread runs the loop until its own call is answered, as a plain asyncio program
+  would: no hand-over to a loop thread and back (two thread wake-ups, as much as the gateway's
+  own work on a warm call, and far more on a loaded machine). Calls from several threads at once
+  share the loop; calls to one session run concurrently (MCP tells answers apart by request id),
+  at most `max_calls_per_session` at once; the rest wait their turn within their deadline (G3).
+- **The housekeeper thread** (`asixto-stdio-sessions`) runs the loop between calls (idle
+  sessions closed, children reaped, pings after timeouts, output drained) and starts every
+  session: a call that finds no live, negotiated session for its server hands its call to the
+  housekeeper, which runs the loop until that call is answered. So every child is forked by a
+  thread as long-lived as the pool: the supervisor's PR_SET_PDEATHSIG fires when the thread that
+  forked it ends, and a caller's thread may end any time.
 - **A session belongs to an owner task**: it starts the child and negotiates (bounded by the
   server's timeout × OPERATION_TIMEOUT_FACTOR), then waits until it is told to stop or the
   server's output ends, and closes the session; the transport (tools/mcp/stdio.py) stops the
@@ -24,7 +32,7 @@ launch spec) per process, reused by every gateway call to that server instead of
   least recently used one (an idle one first) is closed to make room.
 - **Processes**: a forked child forgets its parent's pool (os.register_at_fork) and never touches
   its sessions; `shutdown()` closes every session (atexit, Celery's worker_process_shutdown,
-  gunicorn's worker_exit). The children also get SIGTERM if the loop thread dies
+  gunicorn's worker_exit). The children also get SIGTERM if the housekeeper thread dies
   (the supervisor's PR_SET_PDEATHSIG).
 """
 
@@ -57,6 +65,7 @@ from pydantic import TypeAdapter
 from tools.mcp.connection import Exchange, open_session, translate
 from tools.mcp.errors import McpError
 from tools.mcp.log_redaction import secrets_in_scope
+from tools.mcp.shared_loop import Closed, SharedLoop
 from tools.mcp.target import OPERATION_TIMEOUT_FACTOR, ServerTarget
 
 log = logging.getLogger(__name__)
@@ -69,7 +78,7 @@ PER_CALL_FIELDS = frozenset({"timeout", "operation_timeout", "outbound"})
 PING_SECONDS = 10.0
 # How long a call that lost its server waits for the exit status, for its error message.
 EXIT_STATUS_SECONDS = 2.0
-# Past its own deadline, how long a caller waits for the loop thread before giving up on it.
+# Past its own deadline, how long a caller waits for the loop before giving up on it.
 BACKSTOP_SECONDS = 5.0
 # How long shutdown waits for every child to be stopped and reaped.
 CLOSE_SECONDS = 15.0
@@ -132,10 +141,9 @@ class StdioPool:
             raise ValueError("idle_seconds, max_sessions and max_calls_per_session must be positive")
         self.idle_seconds, self.max_sessions, self.max_calls = idle_seconds, max_sessions, max_calls_per_session
         self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._shared: SharedLoop | None = None  # made on the first call
         self._closed = False
-        # Touched only on the loop thread.
+        # Touched only by the thread running the loop.
         self._sessions: OrderedDict[tuple[Hashable, str], _Session] = OrderedDict()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._checks: set[asyncio.Task[Any]] = set()  # responsiveness checks after timeouts
@@ -160,68 +168,61 @@ class StdioPool:
         seconds = target.total_timeout
         exchange = Exchange(target, method=f"tools/call {name}")
         try:
-            call = self._call(owner, target, name, arguments, meta, seconds)
-            future = asyncio.run_coroutine_threadsafe(call, self._running_loop())
-        except RuntimeError as exc:  # closed (the process is shutting down)
-            call.close()
-            raise McpError("connect", "connect_failed", exchange.params(detail=str(exc))) from exc
-        try:
-            return future.result(timeout=seconds + BACKSTOP_SECONDS)
+            try:
+                # A warm session: this thread runs the call (see the module's docstring).
+                return self._run(self._call(owner, target, name, arguments, meta, seconds, may_start=False), seconds)
+            except _NotLive:
+                # None yet, or it died: the housekeeper starts one and runs this call.
+                return self._run(self._call(owner, target, name, arguments, meta, seconds, may_start=True), seconds,
+                                 by_housekeeper=True)
+        except Closed as exc:  # the process is shutting down
+            raise McpError("connect", "connect_failed", exchange.params(detail=str(exc))) from None
         except concurrent.futures.TimeoutError:
-            future.cancel()
             raise _timed_out(exchange, seconds) from None
-        except concurrent.futures.CancelledError:  # the pool closed under the call
+        except (concurrent.futures.CancelledError, asyncio.CancelledError):  # the pool closed under the call
             raise McpError("dropped", "dropped", exchange.params(error_type="SessionClosed")) from None
 
     def live(self) -> list[tuple[Hashable, int | None]]:
         """(owner, server pid) of every live session, least recently used first."""
-        if self._loop is None or self._closed:
+        if self._shared is None or self._closed:
             return []
-        return self._on_loop(self._live())
+        return self._run(self._live(), CLOSE_SECONDS)
 
     def checked(self) -> None:
         """Wait until every responsiveness check after a timed-out call has decided (tests)."""
-        if self._loop is not None and not self._closed:
-            self._on_loop(self._checked())
+        if self._shared is not None and not self._closed:
+            self._run(self._checked(), CLOSE_SECONDS)
 
     def close(self) -> None:
-        """Close every session (each child stopped and reaped) and stop the loop thread."""
+        """Close every session (each child stopped and reaped) and stop the housekeeper."""
         with self._lock:
-            loop, thread, self._closed = self._loop, self._thread, True
-            self._loop = self._thread = None
-        if loop is None or thread is None:
+            shared, self._shared, self._closed = self._shared, None, True
+        if shared is None:
             return
         try:
-            asyncio.run_coroutine_threadsafe(self._close_all(), loop).result(CLOSE_SECONDS)
+            shared.run(self._close_all(), CLOSE_SECONDS)
         except Exception:  # a child stuck in the kernel; its supervisor still gets PDEATHSIG
             log.warning("stdio sessions were not all closed within %.0f s", CLOSE_SECONDS, exc_info=True)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(CLOSE_SECONDS)
+        shared.close(CLOSE_SECONDS)
 
-    def _running_loop(self) -> asyncio.AbstractEventLoop:
+    def _run(self, coroutine: Coroutine[Any, Any, Any], seconds: float, *, by_housekeeper: bool = False) -> Any:
         with self._lock:
             if self._closed:
-                raise RuntimeError("this stdio session pool is closed")
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(target=self._serve, args=(loop,), name="asixto-stdio-sessions", daemon=True)
-                thread.start()
-                self._loop, self._thread = loop, thread
-                loop.call_soon_threadsafe(self._spawn, self._janitor())
-            return self._loop
+                coroutine.close()
+                raise Closed("this stdio session pool is closed")
+            if self._shared is None:
+                # Busy while a session starts or closes, or a ping is awaited: tasks besides the
+                # janitor and the live sessions' owners.
+                self._shared = SharedLoop(name="asixto-stdio-sessions", busy=self._busy)
+                self._shared.call_soon(self._spawn, self._janitor())
+            shared = self._shared
+        return shared.run(coroutine, seconds + BACKSTOP_SECONDS, by_housekeeper=by_housekeeper)
 
-    def _on_loop(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._running_loop()).result(CLOSE_SECONDS)
+    def _busy(self) -> bool:
+        # Read by the housekeeper without the baton: sizes only, as a hint.
+        return len(self._tasks) > 1 + len(self._sessions)
 
-    @staticmethod
-    def _serve(loop: asyncio.AbstractEventLoop) -> None:
-        asyncio.set_event_loop(loop)
-        try:
-            loop.run_forever()
-        finally:
-            loop.close()
-
-    # --- the loop thread ------------------------------------------------------------------------
+    # --- the thread running the loop (one at a time: the baton) -------------------------------
 
     def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         # A context of its own: a session outlives the call that started it.
@@ -238,24 +239,34 @@ class StdioPool:
         return [(entry.key[0], entry.pid) for entry in self._sessions.values()]
 
     async def _call(
-        self, owner: Hashable, target: ServerTarget, name: str, arguments: dict[str, Any], meta: dict[str, Any], seconds: float
+        self, owner: Hashable, target: ServerTarget, name: str, arguments: dict[str, Any], meta: dict[str, Any], seconds: float,
+        *, may_start: bool,
     ) -> dict[str, Any]:
+        entry = self._session_for(owner, target, may_start=may_start)
         exchange = Exchange(target, method=f"tools/call {name}")
-        entry = self._session_for(owner, target)
         entry.users += 1
         try:
             with anyio.fail_after(seconds):
-                await entry.ready.wait()
+                # A warm call waits for nothing here: no turn of the loop for a set event or a
+                # free place (each turn is a poll of every pipe, P1).
+                if not entry.ready.is_set():
+                    await entry.ready.wait()
                 if entry.failure is not None:
                     raise entry.failure
                 exchange.child, exchange.used_cached_discover = entry.exchange.child, entry.exchange.used_cached_discover
-                async with entry.limiter:
+                try:
+                    entry.limiter.acquire_nowait()
+                except anyio.WouldBlock:
+                    await entry.limiter.acquire()
+                try:
                     if entry.session is None or entry.stop.is_set():
                         raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
                     params = types.CallToolRequestParams(name=name, arguments=arguments, _meta=meta)
                     return await entry.session.send_request(
                         types.CallToolRequest(params=params), _RESULT, request_read_timeout_seconds=target.timeout
                     )
+                finally:
+                    entry.limiter.release()
         except McpError:
             raise
         except (Exception, BaseExceptionGroup) as exc:
@@ -272,12 +283,16 @@ class StdioPool:
             entry.users -= 1
             entry.last_used = time.monotonic()
 
-    def _session_for(self, owner: Hashable, target: ServerTarget) -> _Session:
+    def _session_for(self, owner: Hashable, target: ServerTarget, *, may_start: bool) -> _Session:
+        """The owner's session for this target. Unless `may_start` (the housekeeper), only a
+        live, negotiated one: else _NotLive, and the call goes to the housekeeper."""
         key = (owner, fingerprint(target))
         entry = self._sessions.get(key)
         if entry is not None and entry.ready.is_set() and (entry.failure is not None or not entry.server_alive()):
             self._retire(entry)
             entry = None
+        if not may_start and (entry is None or not entry.ready.is_set()):
+            raise _NotLive
         if entry is None:
             for other in [e for (who, _), e in self._sessions.items() if who == owner]:
                 self._retire(other)  # the server's configuration changed: the old child goes
@@ -377,6 +392,10 @@ async def _until_stopped(entry: _Session) -> None:
         tg.cancel_scope.cancel()
 
 
+class _NotLive(Exception):
+    """No live, negotiated session for the call: the housekeeper is to start one."""
+
+
 def _timeout(exc: BaseException) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return any(_timeout(inner) for inner in exc.exceptions)
@@ -421,7 +440,7 @@ def shutdown() -> None:
 
 
 def _forget_after_fork() -> None:
-    # The parent's children, pipes and loop thread are the parent's: never closed from here (the
+    # The parent's children, pipes and housekeeper are the parent's: never closed from here (the
     # thread does not exist in the child). Kept referenced so nothing of it is collected.
     global _pool, _pool_lock
     _pool_lock = threading.Lock()
