@@ -1,0 +1,336 @@
+"""Issue 21's goal: metrics and traces cost ≤ 3% of P1 (a tool call through the gateway) and of P3
+(the turn loop's own time per iteration). Both are measured with observability off and on, in
+one run, variants alternating.
+
+    python bench/observability_cost.py [--rounds 20] [--calls 25] [--turns 3] [--tool-calls 4]
+                                       [--variants off,on] [--profile VARIANT]
+
+Instrumentation patches libraries process-wide (httpx's transport, psycopg's connect) and cannot
+be undone cleanly, so each variant is a child process of its own: the same code, started the
+same way, whose environment differs only in
+
+- `off`:     ASIXTO_METRICS=0, no OTEL_EXPORTER_OTLP_ENDPOINT (what ships by default);
+- `metrics`: ASIXTO_METRICS=1 only;
+- `traces`:  OTEL_EXPORTER_OTLP_ENDPOINT only;
+- `on`:      both.
+
+Every child has a fresh PROMETHEUS_MULTIPROC_DIR (a temporary directory) and a database of its
+own (asixto_bench_observability_cost_<variant>). Traces go to a sink of this process on loopback
+(`OtlpSink`) that reads each OTLP/HTTP export, answers 200, then counts its spans and throws them
+away; the children install tracing as a web process or worker does (`tracing.setup()`: the SDK's
+batch exporter and the Django, Celery, httpx and psycopg instrumentations), before their
+database connections are opened. The stand-in model (bench/_model_server.py) and the example MCP
+server (examples/soporte), each a process of its own, serve all children.
+
+A round runs, in each child in turn (the order reversed every other round): a P1 block — `--calls`
+bare POSTs of the gateway's own request (bench/gateway_overhead.py's "bare"), then `--calls` calls
+through `call_tool`, their records stored (`flush_records()`), and the spans still batched
+exported (`tracing.flush()`) within the block's time — then a P3 block: `--turns` turns run in the
+child (bench/turn_overhead.py's `TurnMeter`; a zero-latency model asking for `--tool-calls`
+calls), the overhead per loop iteration being what bench/turn_overhead.py counts (the turn's time
+without the model's wire time, the gateway+tool and routing) plus the export of the block's spans
+at its end. Only one child works at a time; the others wait on their stdin.
+
+Printed: per variant the medians over rounds (ms per call, ms per iteration, CPU of the child per
+call and per turn), and each variant's ratio to `off` — the median over rounds of its block over
+`off`'s block of the same round, with the quartiles and the extremes of those per-round ratios (the
+load of a shared machine changes from one second to the next; blocks of one round see the same
+load). The load average is printed before and after. The figures of a run are in README.md
+("Metrics and traces: what they cost").
+
+`--profile VARIANT` ends with a cProfile of one more P1 and P3 block in that child, printed by the
+child (BENCH_SORT=cumulative to sort by cumulative time; tottime by default).
+
+Not covered: the web process (the Django instrumentation's request span; bench/api_invoke.py's
+path), a Celery task's span (turns run in the child here, as a worker thread runs them), a
+collector on another machine (the sink is on loopback and answers at once), the scrape of
+`/metrics` (read at scrape time, not per call), the head sampling an operator may set with
+OTEL_TRACES_SAMPLER (every span is sampled here: the cost at its highest).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+os.environ.setdefault("ASIXTO_ALLOW_PRIVATE_HOSTS", "1")  # the stand-ins are on loopback (M2)
+
+from _django import ROOT, bench_database, setup  # noqa: E402
+from _turns import example_server, free_port, model_server  # noqa: E402
+
+GOAL = 1.03
+VARIANTS = {
+    "off": {"ASIXTO_METRICS": "0"},
+    "metrics": {"ASIXTO_METRICS": "1"},
+    "traces": {"ASIXTO_METRICS": "0", "OTEL_EXPORTER_OTLP_ENDPOINT": "{sink}"},
+    "on": {"ASIXTO_METRICS": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": "{sink}"},
+}
+# Settings of the parent's environment that would change a child's observability.
+CLEARED_PREFIXES = ("OTEL_", "ASIXTO_METRICS", "PROMETHEUS_MULTIPROC_DIR", "ASIXTO_BENCH_DATABASE")
+REPLY = "BENCH "  # a child's answers start with this; anything else it prints is not read
+
+
+def load_average() -> str:
+    return " ".join(open("/proc/loadavg").read().split()[:3])
+
+
+# ---------------------------------------------------------------- the parent: sink, children, rounds
+
+class OtlpSink:
+    """An OTLP/HTTP trace receiver on loopback that answers each export with 200 and discards it,
+    after counting its spans by name (the proof that the traced children did trace)."""
+
+    def __init__(self):
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+        spans, lock = Counter(), threading.Lock()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                if self.path == "/v1/traces":  # counted after the answer: the exporter does not wait for it
+                    names = Counter(span.name for resource in ExportTraceServiceRequest.FromString(body).resource_spans
+                                    for scope in resource.scope_spans for span in scope.spans)
+                    with lock:
+                        spans.update(names)
+
+            def log_message(self, *args):
+                pass
+
+        self.spans = spans
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Child:
+    """One variant's process: started with its environment, then asked for blocks one at a time."""
+
+    def __init__(self, name: str, *, sink: str, model_url: str, mcp_url: str, tool_calls: int):
+        self.name = name
+        self.metrics_dir = tempfile.mkdtemp(prefix=f"asixto-bench-metrics-{name}-")
+        env = {key: value for key, value in os.environ.items() if not key.startswith(CLEARED_PREFIXES)}
+        env.update({key: value.format(sink=sink) for key, value in VARIANTS[name].items()})
+        env["PROMETHEUS_MULTIPROC_DIR"] = self.metrics_dir
+        args = [sys.executable, "bench/observability_cost.py", "--child", name, "--model-url", model_url,
+                "--mcp-url", mcp_url, "--tool-calls", str(tool_calls)]
+        self.process = subprocess.Popen(args, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def ask(self, command: str) -> dict:
+        if command:
+            self.process.stdin.write(command + "\n")
+            self.process.stdin.flush()
+        for line in self.process.stdout:
+            if line.startswith(REPLY):
+                return json.loads(line[len(REPLY):])
+        raise SystemExit(f"the {self.name} child ended (exit status {self.process.wait()})")
+
+    def close(self):
+        try:
+            self.process.stdin.close()
+            self.process.wait(30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.process.kill()
+            self.process.wait(5)
+        shutil.rmtree(self.metrics_dir, ignore_errors=True)
+
+
+def spread(values: list[float]) -> str:
+    """Median, quartiles and extremes of per-round figures."""
+    if len(values) < 2:
+        return f"{values[0]:.3f}"
+    low, _median, high = statistics.quantiles(values, n=4)
+    return f"{statistics.median(values):.3f} (quartiles {low:.3f}–{high:.3f}; extremes {min(values):.3f}–{max(values):.3f})"
+
+
+def report(names: list[str], rounds: list[dict], *, args, ready: dict, finals: dict, spans: Counter, loads: tuple):
+    per_call = {name: [r[name]["p1"]["gateway"] / args.calls * 1000 for r in rounds] for name in names}
+    bare = {name: [r[name]["p1"]["bare"] / args.calls * 1000 for r in rounds] for name in names}
+    p1_cpu = {name: [r[name]["p1"]["gateway_cpu"] / args.calls * 1000 for r in rounds] for name in names}
+    p3 = {name: [r[name]["p3"]["overhead"] / r[name]["p3"]["iterations"] * 1000 for r in rounds] for name in names}
+    wall = {name: [r[name]["p3"]["wall"] / args.turns * 1000 for r in rounds] for name in names}
+    p3_cpu = {name: [r[name]["p3"]["cpu"] / args.turns * 1000 for r in rounds] for name in names}
+    print(f"{len(rounds)} rounds; each: per variant a P1 block of {args.calls} bare POSTs and {args.calls} gateway calls, "
+          f"then a P3 block of {args.turns} turns ({args.tool_calls} tool calls each)")
+    print(f"load average before: {loads[0]}; after: {loads[1]} ({os.cpu_count()} CPUs)")
+    for name in names:
+        state = ready[name]
+        print(f"  {name:8} child: metrics {'on' if state['metrics'] else 'off'}, traces {'on' if state['tracing'] else 'off'}; "
+              f"recorded {finals[name]['recorded']}")
+    if spans:
+        print(f"spans the sink received: {sum(spans.values())} ({', '.join(f'{n} {c}' for n, c in spans.most_common())})")
+    print("\nmedians over rounds  P1 ms/call  bare ms  P1 ratio  CPU ms/call   P3 ms/iter  turn ms  CPU ms/turn")
+    for name in names:
+        ratio = statistics.median(g / b for g, b in zip(per_call[name], bare[name], strict=True))
+        print(f"  {name:17}  {statistics.median(per_call[name]):>10.3f}  {statistics.median(bare[name]):>7.3f}"
+              f"  {ratio:>8.2f}  {statistics.median(p1_cpu[name]):>11.3f}   {statistics.median(p3[name]):>10.3f}"
+              f"  {statistics.median(wall[name]):>7.1f}  {statistics.median(p3_cpu[name]):>11.1f}")
+    print(f"\neach variant over off, per round (median, quartiles, extremes; goal ≤ {GOAL}):")
+    for name in names[1:]:
+        def over(figures):
+            return spread([mine / base for mine, base in zip(figures[name], figures["off"], strict=True)])
+
+        print(f"  {name}:")
+        print(f"    P1 gateway call (wall):        {over(per_call)}")
+        print(f"    P1 gateway call (child's CPU): {over(p1_cpu)}")
+        print(f"    P3 overhead per iteration:     {over(p3)}")
+        print(f"    P3 whole turn (wall):          {over(wall)}")
+        print(f"    P3 whole turn (child's CPU):   {over(p3_cpu)}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--calls", type=int, default=25, help="gateway calls (and bare POSTs) in a P1 block")
+    parser.add_argument("--turns", type=int, default=3, help="turns in a P3 block")
+    parser.add_argument("--tool-calls", type=int, default=4, help="tool calls per turn")
+    parser.add_argument("--variants", default="off,on", help=f"comma-separated, off first; of {', '.join(VARIANTS)}")
+    parser.add_argument("--profile", metavar="VARIANT", help="profile one more P1 and P3 block in that child")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--model-url", help=argparse.SUPPRESS)
+    parser.add_argument("--mcp-url", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        return child_main(args)
+    names = args.variants.split(",")
+    if names[0] != "off" or not set(names) <= set(VARIANTS) or len(set(names)) != len(names):
+        parser.error(f"--variants: off first, then any of {', '.join(list(VARIANTS)[1:])}, each once")
+    if args.profile and args.profile not in names:
+        parser.error("--profile: one of the variants run")
+    sink = OtlpSink()
+    children = {}
+    try:
+        with model_server(delay=0.0, tool_calls=args.tool_calls) as model_url, example_server() as mcp_url:
+            for name in names:  # one at a time: each sets up a database of its own
+                children[name] = Child(name, sink=sink.url, model_url=model_url, mcp_url=mcp_url, tool_calls=args.tool_calls)
+                children[name].ask("")
+            ready = {name: child.ask("state") for name, child in children.items()}
+            sink.spans.clear()  # the warm-up's
+            loads, rounds = [load_average()], []
+            for number in range(args.rounds):
+                order = names if number % 2 == 0 else names[::-1]
+                results = {name: {} for name in names}
+                for name in order:
+                    results[name]["p1"] = children[name].ask(f"p1 {args.calls}")
+                for name in order:
+                    results[name]["p3"] = children[name].ask(f"p3 {args.turns}")
+                rounds.append(results)
+            loads.append(load_average())
+            spans = Counter(sink.spans)
+            if args.profile:
+                children[args.profile].ask(f"profile {args.calls * 4} {args.turns * 4}")
+            finals = {name: child.ask("state") for name, child in children.items()}
+    finally:
+        for child in children.values():
+            child.close()
+        sink.close()
+    report(names, rounds, args=args, ready=ready, finals=finals, spans=spans, loads=tuple(loads))
+
+
+# ---------------------------------------------------------------- a child: one variant
+
+def child_main(args):
+    setup(bench_database(f"_{args.child}"))
+    from django.conf import settings
+    from django.db import connection
+    from django_tenants.utils import tenant_context
+
+    from _turns import tenant_with_agent
+    from asixto import tracing
+    from gateway_overhead import bare_post
+    from tools.gateway import CallContext, call_tool, flush_records
+    from turn_overhead import TurnMeter
+
+    traced = tracing.setup(service="asixto-bench")  # as wsgi.py and a worker's start do
+    connection.close()  # the next connection is made through the instrumented psycopg
+    tenant = tenant_with_agent(slug="bench-observability", model_url=args.model_url, mcp_url=args.mcp_url,
+                               iteration_limit=args.tool_calls + 2)
+    arguments = {"consulta": "router"}
+    context = CallContext(channel="chat", idempotency_key="bench", conversation_id="bench")
+    bare = bare_post(args.mcp_url, arguments, context)
+    meter = TurnMeter(tenant)
+
+    def p1(calls: int) -> dict:
+        started = time.perf_counter()
+        for _ in range(calls):
+            bare()
+        bare_seconds = time.perf_counter() - started
+        started, cpu_started = time.perf_counter(), time.process_time()
+        with tenant_context(tenant):
+            for _ in range(calls):
+                assert call_tool(name="soporte__buscar_producto", arguments=arguments, context=context).ok
+        flush_records()
+        tracing.flush()
+        return {"bare": bare_seconds, "gateway": time.perf_counter() - started, "gateway_cpu": time.process_time() - cpu_started}
+
+    def p3(turns: int) -> dict:
+        overhead = wall = cpu = 0.0
+        iterations = 0
+        for _ in range(turns):
+            turn_wall, wire, tool, turn_iterations, _queries, _connections, routing, turn_cpu, _model = meter.turn()
+            overhead += turn_wall - wire - tool - routing
+            wall, cpu, iterations = wall + turn_wall, cpu + turn_cpu, iterations + turn_iterations
+        started, cpu_started = time.perf_counter(), time.process_time()
+        tracing.flush()  # the block's spans, exported: the tracing's cost, so the runtime's
+        flushed, flush_cpu = time.perf_counter() - started, time.process_time() - cpu_started
+        return {"overhead": overhead + flushed, "iterations": iterations, "wall": wall + flushed, "cpu": cpu + flush_cpu}
+
+    def state() -> dict:
+        recorded = "nothing (metrics off)"
+        if settings.ASIXTO_METRICS:
+            from prometheus_client import CollectorRegistry, multiprocess
+
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry)
+            wanted = ("asixto_tool_calls_total", "asixto_turns_total", "asixto_model_requests_total")
+            totals = Counter()
+            for family in registry.collect():
+                for sample in family.samples:
+                    if sample.name in wanted:
+                        totals[sample.name] += sample.value
+            recorded = ", ".join(f"{name} {totals[name]:.0f}" for name in wanted)
+        return {"metrics": settings.ASIXTO_METRICS, "tracing": traced, "recorded": recorded}
+
+    def profile(calls: int, turns: int) -> dict:
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+        p1(calls)
+        p3(turns)
+        profiler.disable()
+        if os.environ.get("BENCH_PROFILE_FILE"):
+            profiler.dump_stats(os.environ["BENCH_PROFILE_FILE"])
+        stats = pstats.Stats(profiler, stream=sys.stderr)
+        stats.sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(60)
+        return {}
+
+    for _ in range(2):  # warm-up: connections, caches, validators, the exporter's session
+        p1(25)
+        p3(3)
+    print(REPLY + "{}", flush=True)
+    commands = {"p1": p1, "p3": p3, "state": state, "profile": profile}
+    for line in sys.stdin:
+        command, *numbers = line.split()
+        print(REPLY + json.dumps(commands[command](*map(int, numbers))), flush=True)
+
+
+if __name__ == "__main__":
+    main()
