@@ -12,7 +12,9 @@ same way, whose environment differs only in
 - `off`:     ASIXTO_METRICS=0, no OTEL_EXPORTER_OTLP_ENDPOINT (what ships by default);
 - `metrics`: ASIXTO_METRICS=1 only;
 - `traces`:  OTEL_EXPORTER_OTLP_ENDPOINT only;
-- `on`:      both.
+- `on`:      both;
+- `sampled`: both, and OTEL_TRACES_SAMPLER=parentbased_traceidratio with OTEL_TRACES_SAMPLER_ARG
+             `--sample-ratio` (0.1): the head sampling an operator may choose (README "Traces").
 
 Every child has a fresh PROMETHEUS_MULTIPROC_DIR (a temporary directory) and a database of its
 own (asixto_bench_observability_cost_<variant>). Traces go to a sink of this process on loopback
@@ -38,14 +40,17 @@ load of a shared machine changes from one second to the next; blocks of one roun
 load). The load average is printed before and after. The figures of a run are in README.md
 ("Metrics and traces: what they cost").
 
-`--profile VARIANT` ends with a cProfile of one more P1 and P3 block in that child, printed by the
-child (BENCH_SORT=cumulative to sort by cumulative time; tottime by default).
+`--profile VARIANT[,VARIANT…]` ends with a cProfile (CPU time of the calling thread) of one more
+P1 and P3 block in those children, printed by each child (BENCH_SORT=cumulative to sort by
+cumulative time; tottime by default; BENCH_PROFILE_FILE=path also saves path.VARIANT).
 
 Not covered: the web process (the Django instrumentation's request span; bench/api_invoke.py's
 path), a Celery task's span (turns run in the child here, as a worker thread runs them), a
 collector on another machine (the sink is on loopback and answers at once), the scrape of
-`/metrics` (read at scrape time, not per call), the head sampling an operator may set with
-OTEL_TRACES_SAMPLER (every span is sampled here: the cost at its highest).
+`/metrics` (read at scrape time, not per call). The psycopg instrumentation is installed but
+records nothing under Django (Django sets its own cursor class on each new connection, replacing
+the instrumented one: open-telemetry/opentelemetry-python-contrib#1774), so no SQL span is in the
+figures.
 """
 
 import argparse
@@ -72,6 +77,9 @@ VARIANTS = {
     "metrics": {"ASIXTO_METRICS": "1"},
     "traces": {"ASIXTO_METRICS": "0", "OTEL_EXPORTER_OTLP_ENDPOINT": "{sink}"},
     "on": {"ASIXTO_METRICS": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": "{sink}"},
+    # Both, with the head sampling an operator sets through the SDK's own variables.
+    "sampled": {"ASIXTO_METRICS": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": "{sink}",
+                "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "{ratio}"},
 }
 # Settings of the parent's environment that would change a child's observability.
 CLEARED_PREFIXES = ("OTEL_", "ASIXTO_METRICS", "PROMETHEUS_MULTIPROC_DIR", "ASIXTO_BENCH_DATABASE")
@@ -122,11 +130,11 @@ class OtlpSink:
 class Child:
     """One variant's process: started with its environment, then asked for blocks one at a time."""
 
-    def __init__(self, name: str, *, sink: str, model_url: str, mcp_url: str, tool_calls: int):
+    def __init__(self, name: str, *, sink: str, ratio: float, model_url: str, mcp_url: str, tool_calls: int):
         self.name = name
         self.metrics_dir = tempfile.mkdtemp(prefix=f"asixto-bench-metrics-{name}-")
         env = {key: value for key, value in os.environ.items() if not key.startswith(CLEARED_PREFIXES)}
-        env.update({key: value.format(sink=sink) for key, value in VARIANTS[name].items()})
+        env.update({key: value.format(sink=sink, ratio=ratio) for key, value in VARIANTS[name].items()})
         env["PROMETHEUS_MULTIPROC_DIR"] = self.metrics_dir
         args = [sys.executable, "bench/observability_cost.py", "--child", name, "--model-url", model_url,
                 "--mcp-url", mcp_url, "--tool-calls", str(tool_calls)]
@@ -201,7 +209,9 @@ def main():
     parser.add_argument("--turns", type=int, default=3, help="turns in a P3 block")
     parser.add_argument("--tool-calls", type=int, default=4, help="tool calls per turn")
     parser.add_argument("--variants", default="off,on", help=f"comma-separated, off first; of {', '.join(VARIANTS)}")
-    parser.add_argument("--profile", metavar="VARIANT", help="profile one more P1 and P3 block in that child")
+    parser.add_argument("--sample-ratio", type=float, default=0.1,
+                        help="OTEL_TRACES_SAMPLER_ARG of the `sampled` variant (parentbased_traceidratio)")
+    parser.add_argument("--profile", metavar="VARIANTS", help="profile one more P1 and P3 block in these children")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--model-url", help=argparse.SUPPRESS)
     parser.add_argument("--mcp-url", help=argparse.SUPPRESS)
@@ -211,14 +221,14 @@ def main():
     names = args.variants.split(",")
     if names[0] != "off" or not set(names) <= set(VARIANTS) or len(set(names)) != len(names):
         parser.error(f"--variants: off first, then any of {', '.join(list(VARIANTS)[1:])}, each once")
-    if args.profile and args.profile not in names:
-        parser.error("--profile: one of the variants run")
+    if args.profile and not set(args.profile.split(",")) <= set(names):
+        parser.error("--profile: variants run")
     sink = OtlpSink()
     children = {}
     try:
         with model_server(delay=0.0, tool_calls=args.tool_calls) as model_url, example_server() as mcp_url:
             for name in names:  # one at a time: each sets up a database of its own
-                children[name] = Child(name, sink=sink.url, model_url=model_url, mcp_url=mcp_url, tool_calls=args.tool_calls)
+                children[name] = Child(name, sink=sink.url, ratio=args.sample_ratio, model_url=model_url, mcp_url=mcp_url, tool_calls=args.tool_calls)
                 children[name].ask("")
             ready = {name: child.ask("state") for name, child in children.items()}
             sink.spans.clear()  # the warm-up's
@@ -233,8 +243,8 @@ def main():
                 rounds.append(results)
             loads.append(load_average())
             spans = Counter(sink.spans)
-            if args.profile:
-                children[args.profile].ask(f"profile {args.calls * 4} {args.turns * 4}")
+            for name in args.profile.split(",") if args.profile else ():
+                children[name].ask(f"profile {args.calls * 4} {args.turns * 4}")
             finals = {name: child.ask("state") for name, child in children.items()}
     finally:
         for child in children.values():
@@ -270,6 +280,7 @@ def child_main(args):
         started = time.perf_counter()
         for _ in range(calls):
             bare()
+        tracing.flush()  # a traced child traces the bare POSTs too: their spans are not the gateway's
         bare_seconds = time.perf_counter() - started
         started, cpu_started = time.perf_counter(), time.process_time()
         with tenant_context(tenant):
@@ -311,13 +322,13 @@ def child_main(args):
         import cProfile
         import pstats
 
-        profiler = cProfile.Profile()
+        profiler = cProfile.Profile(time.thread_time)  # CPU time: waits on the network and PostgreSQL left out
         profiler.enable()
         p1(calls)
         p3(turns)
         profiler.disable()
         if os.environ.get("BENCH_PROFILE_FILE"):
-            profiler.dump_stats(os.environ["BENCH_PROFILE_FILE"])
+            profiler.dump_stats(f"{os.environ['BENCH_PROFILE_FILE']}.{args.child}")
         stats = pstats.Stats(profiler, stream=sys.stderr)
         stats.sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(60)
         return {}

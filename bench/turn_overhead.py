@@ -7,9 +7,10 @@ stand-in model that answers at once (bench/_model_server.py, its own process: it
 `--tool-calls` calls of `soporte__buscar_producto`, then answers) and the example MCP server
 (examples/soporte, its own process, answers at once). The model's time is the time on the wire:
 from the model client's request entering its transport to the last byte of the answer read (the
-stand-in's work and loopback HTTP); the runtime's own work around it — encoding the request,
-httpx.Client's layer, parsing and checking the answer — is the runtime's, so it stays in the
-overhead (the model client's time is printed too, with that share). Time inside the gateway
+stand-in's work and loopback HTTP, timed at the transport's connection pool); the runtime's own
+work around it — encoding the request, httpx's client and transport layers (and an
+instrumentation around them), parsing and checking the answer — is the runtime's, so it stays in
+the overhead (the model client's time is printed too, with that share). Time inside the gateway
 (`call_tool`) and routing is measured and taken out; what is left — claiming the turn, storing
 each step, budgets, events, the model requests' encoding and parsing, storing the reply, flushing
 the call records — is the overhead, divided by the loop's iterations (model calls of the tool
@@ -61,8 +62,8 @@ class Stopwatch:
 
 
 class WireTime:
-    """The model client's transport, timed: from a request entering it to the last byte of its
-    answer read, counted only while `active` (inside the tool loop's model requests, not routing's)."""
+    """The model client's connection pool, timed: from a request entering it to the last byte of
+    its answer read, counted only while `active` (inside the tool loop's model requests, not routing's)."""
 
     def __init__(self, transport):
         self.transport, self.seconds, self.active = transport, 0.0, False
@@ -142,8 +143,11 @@ class TurnMeter:
         from runtime.channel import conversation_start
 
         self.tenant, self.turn_module = tenant, turn_module
-        self.wire = WireTime(model_client._client._transport)
-        model_client._client._transport = self.wire
+        # Beneath httpx's transport, at its connection pool: whatever wraps the transport (an
+        # instrumentation: bench/observability_cost.py) is the runtime's, not the model's.
+        transport = model_client._client._transport
+        self.wire = WireTime(transport._pool)
+        transport._pool = self.wire
         self.model, self.tool = ModelRequests(turn_module.complete, self.wire), Stopwatch(turn_module.call_tool)
         self.routing = Stopwatch(turn_module.route_message)  # R6: the local gate, then the router's model call
         turn_module.complete, turn_module.call_tool, turn_module.route_message = self.model, self.tool, self.routing
