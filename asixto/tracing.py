@@ -17,6 +17,11 @@ The hooks the runtime and the gateway use:
     tracing.routed(tool=…, record=…)   the routing decision on the current span
     tracing.current_trace_id()         the trace id to store on a turn (32 hex), or None
 
+Which traces are kept is the SDK's sampler's choice (OTEL_TRACES_SAMPLER, by default every one).
+A turn left out stores no trace id, and its model and tool requests skip the httpx
+instrumentation (`_unsampled`). What each costs: README "Sampling, and what metrics and traces
+cost" (bench/observability_cost.py).
+
 What never reaches an exported span (T7, and the customer's privacy): prompts, replies, tool
 arguments and results, secrets. Our spans carry ids, names, counts and outcomes only; the
 customer's message and a tool's arguments are added (cut to 1,000 characters) only when the
