@@ -59,10 +59,10 @@ the ORM's statements escape it (Django sets its own cursor class on each new con
 replacing the instrumented one: open-telemetry/opentelemetry-python-contrib#1774), so SQL spans
 are not in the figures.
 
-The children's wall times are about 2–3 times bench/gateway_overhead.py's and
-bench/turn_overhead.py's on the same machine, their CPU per call and per turn about the same; why
-is not found yet (a run of `off` alone shows it too, so it is not the alternation). The ratios
-between the children of one round are what this bench is for.
+Absolute figures swing with what else the machine runs (on the shared 2-CPU development machine
+bench/turn_overhead.py alone gave a median turn of 31 ms, and 288 ms twenty minutes later, its
+CPU per iteration 3 ms and then 29 ms); the ratios between the children of one round, which see
+the same load, are what this bench is for.
 """
 
 import argparse
