@@ -194,7 +194,8 @@ def report(names: list[str], rounds: list[dict], *, args, ready: dict, finals: d
     print(f"load average before: {loads[0]}; after: {loads[1]} ({os.cpu_count()} CPUs)")
     for name in names:
         state = ready[name]
-        print(f"  {name:8} child: metrics {'on' if state['metrics'] else 'off'}, traces {'on' if state['tracing'] else 'off'}; "
+        traces = f"on ({state['sampler']})" if state["tracing"] else "off"
+        print(f"  {name:8} child: metrics {'on' if state['metrics'] else 'off'}, traces {traces}; "
               f"recorded {finals[name]['recorded']}")
     if spans:
         print(f"spans the sink received: {sum(spans.values())} ({', '.join(f'{n} {c}' for n, c in spans.most_common())})")
@@ -241,12 +242,15 @@ def main():
         parser.error(f"--variants: off first, then any of {', '.join(list(VARIANTS)[1:])}, each once")
     if args.profile and not set(args.profile.split(",")) <= set(names):
         parser.error("--profile: variants run")
+    if min(args.rounds, args.calls, args.turns) < 1 or args.tool_calls < 0 or not 0 <= args.sample_ratio <= 1:
+        parser.error("--rounds, --calls and --turns: at least 1; --tool-calls: 0 or more; --sample-ratio: 0 to 1")
     sink = OtlpSink()
     children = {}
     try:
         with model_server(delay=0.0, tool_calls=args.tool_calls) as model_url, example_server() as mcp_url:
             for name in names:  # one at a time: each sets up a database of its own
-                children[name] = Child(name, sink=sink.url, ratio=args.sample_ratio, model_url=model_url, mcp_url=mcp_url, tool_calls=args.tool_calls)
+                children[name] = Child(name, sink=sink.url, ratio=args.sample_ratio, model_url=model_url,
+                                       mcp_url=mcp_url, tool_calls=args.tool_calls)
                 children[name].ask("")
             ready = {name: child.ask("state") for name, child in children.items()}
             sink.spans.clear()  # the warm-up's
@@ -386,7 +390,9 @@ def child_main(args):
                     if sample.name in wanted:
                         totals[sample.name] += sample.value
             recorded = ", ".join(f"{name} {totals[name]:.0f}" for name in wanted)
-        return {"metrics": settings.ASIXTO_METRICS, "tracing": traced, "recorded": recorded}
+        sampler = " ".join(filter(None, (os.environ.get("OTEL_TRACES_SAMPLER", "every trace kept"),
+                                         os.environ.get("OTEL_TRACES_SAMPLER_ARG"))))
+        return {"metrics": settings.ASIXTO_METRICS, "tracing": traced, "sampler": sampler, "recorded": recorded}
 
     def profile(calls: int, turns: int) -> dict:
         import cProfile
