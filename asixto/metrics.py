@@ -37,6 +37,7 @@ ITERATION_BUCKETS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
 _lock = threading.Lock()
 _built: SimpleNamespace | None = None
 _tenants: set[str] = set()
+_children: dict[tuple, object] = {}
 _failed: set[str] = set()
 
 
@@ -47,6 +48,10 @@ def enabled() -> bool:
 def multiprocess_dir() -> str:
     """Where this process writes its values (and a scrape reads everyone's)."""
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or settings.ASIXTO_METRICS_DIR
+
+
+def _metrics() -> SimpleNamespace:
+    return _built or _build()  # built once: the lock only until then
 
 
 def _build() -> SimpleNamespace:
@@ -112,8 +117,19 @@ def tenant_label(slug: str, *, seen: set, cap: int) -> str:
 def _tenant() -> str:
     tenant = getattr(connection, "tenant", None)
     slug = getattr(tenant, "slug", None) or connection.schema_name
+    if slug in _tenants:  # the usual case, without the lock (a set's membership test is atomic)
+        return slug
     with _lock:
         return tenant_label(slug, seen=_tenants, cap=settings.ASIXTO_METRICS_MAX_TENANTS)
+
+
+def _labelled(metric, *labels):
+    """`metric.labels(*labels)`, looked up once per label set and process: the client's own lookup
+    takes a lock and checks the labels each time (P1, P3). As bounded as the label sets (the cap)."""
+    child = _children.get((metric, labels))
+    if child is None:
+        child = _children[(metric, labels)] = metric.labels(*labels)
+    return child
 
 
 def _recorder(record):
@@ -124,7 +140,7 @@ def _recorder(record):
         if not settings.ASIXTO_METRICS:
             return
         try:
-            record(_build(), **values)
+            record(_metrics(), **values)
         except Exception:
             if record.__name__ not in _failed:
                 _failed.add(record.__name__)
@@ -138,7 +154,7 @@ def turn_started(m, *, first_run: bool, queued_seconds: float | None):
     """A runner claimed a turn: it is in flight until `turn_left`."""
     m.turns_in_flight.inc()
     if first_run:
-        m.turns_started.labels(_tenant()).inc()
+        _labelled(m.turns_started, _tenant()).inc()
         if queued_seconds is not None:
             m.turn_queue_seconds.observe(max(queued_seconds, 0.0))
 
@@ -150,7 +166,7 @@ def turn_left(m):
 
 @_recorder
 def turn_finished(m, *, status: str, seconds: float | None, iterations: int):
-    m.turns.labels(_tenant(), status).inc()
+    _labelled(m.turns, _tenant(), status).inc()
     if seconds is not None:
         m.turn_seconds.observe(max(seconds, 0.0))
     m.turn_iterations.observe(iterations)
@@ -159,42 +175,42 @@ def turn_finished(m, *, status: str, seconds: float | None, iterations: int):
 @_recorder
 def model_request(m, *, outcome: str, seconds: float, tokens_in: int = 0, tokens_out: int = 0):
     tenant = _tenant()
-    m.model_requests.labels(tenant, outcome).inc()
+    _labelled(m.model_requests, tenant, outcome).inc()
     m.model_seconds.observe(seconds)
     if tokens_in:
-        m.model_tokens.labels(tenant, "in").inc(tokens_in)
+        _labelled(m.model_tokens, tenant, "in").inc(tokens_in)
     if tokens_out:
-        m.model_tokens.labels(tenant, "out").inc(tokens_out)
+        _labelled(m.model_tokens, tenant, "out").inc(tokens_out)
 
 
 @_recorder
 def tool_call(m, *, server: str | None, outcome: str, level: str | None, seconds: float, attempts: int):
     tenant = _tenant()
     server = OTHER if tenant == OTHER else server or NONE  # a capped tenant's servers are capped too
-    m.tool_calls.labels(tenant, server, outcome, level or NONE).inc()
+    _labelled(m.tool_calls, tenant, server, outcome, level or NONE).inc()
     m.tool_seconds.observe(seconds)
     if attempts > 1:
-        m.tool_retries.labels(tenant).inc(attempts - 1)
+        _labelled(m.tool_retries, tenant).inc(attempts - 1)
 
 
 @_recorder
 def truncated(m, *, count: int):
     if count:
-        m.truncations.labels(_tenant()).inc(count)
+        _labelled(m.truncations, _tenant()).inc(count)
 
 
 @_recorder
 def sync_finished(m, *, result: str, seconds: float):
-    m.syncs.labels(_tenant(), result).inc()
+    _labelled(m.syncs, _tenant(), result).inc()
     m.sync_seconds.observe(seconds)
 
 
 @_recorder
 def webhook_attempted(m, *, outcome: str, final: bool):
     tenant = _tenant()
-    m.webhook_attempts.labels(tenant).inc()
+    _labelled(m.webhook_attempts, tenant).inc()
     if final:
-        m.webhook_deliveries.labels(tenant, outcome).inc()
+        _labelled(m.webhook_deliveries, tenant, outcome).inc()
 
 
 def process_dead(pid: int | None = None, path: str | None = None) -> None:

@@ -17,6 +17,11 @@ The hooks the runtime and the gateway use:
     tracing.routed(tool=…, record=…)   the routing decision on the current span
     tracing.current_trace_id()         the trace id to store on a turn (32 hex), or None
 
+Which traces are kept is the SDK's sampler's choice (OTEL_TRACES_SAMPLER, by default every one).
+A turn left out stores no trace id, and its model and tool requests skip the httpx
+instrumentation (`_unsampled`). What each costs: README "Sampling, and what metrics and traces
+cost" (bench/observability_cost.py).
+
 What never reaches an exported span (T7, and the customer's privacy): prompts, replies, tool
 arguments and results, secrets. Our spans carry ids, names, counts and outcomes only; the
 customer's message and a tool's arguments are added (cut to 1,000 characters) only when the
@@ -40,6 +45,12 @@ DEFAULT_EXCLUDED_URLS = "static/,favicon.ico"
 
 _provider = None  # the SDK TracerProvider when tracing is on
 _tracer = None
+_current_span = None  # opentelemetry.trace.get_current_span, once tracing is on
+# Around a model request or tool call whose span the sampler left out (OTEL_TRACES_SAMPLER): the
+# httpx instrumentation, which does its attribute work for every request, sampled or not, is
+# skipped for it (its span would not be exported either; P1, P3). The request then carries no
+# traceparent: the server it reaches decides on its own whether to trace.
+_unsampled = nullcontext
 _OFF = nullcontext()
 # The turn being traced on this thread: attributes every span gets, and whether contents may go in.
 _scope: ContextVar = ContextVar("asixto_trace_scope", default=None)
@@ -52,7 +63,7 @@ def enabled() -> bool:
 def setup(*, service: str = "asixto-web", exporter=None) -> bool:
     """Install tracing for this process, once; True if it is on. `exporter` (tests: the SDK's
     InMemorySpanExporter) replaces the OTLP exporter and is sent each span as it ends."""
-    global _provider, _tracer
+    global _provider, _tracer, _current_span, _unsampled
     if _provider is not None:
         return True
     if exporter is None and not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
@@ -74,7 +85,11 @@ def setup(*, service: str = "asixto-web", exporter=None) -> bool:
     # Not the global provider: libraries that trace on their own (the MCP SDK) stay out, since what
     # their spans carry was never checked; the instrumentations get this provider by hand.
     _instrument(provider)
-    _provider, _tracer = provider, provider.get_tracer("asixto")
+    from opentelemetry.instrumentation.utils import suppress_http_instrumentation
+    from opentelemetry.trace import get_current_span
+
+    _provider, _tracer, _current_span = provider, provider.get_tracer("asixto"), get_current_span
+    _unsampled = suppress_http_instrumentation
     return True
 
 
@@ -119,13 +134,12 @@ def _instrument(provider):
 # ---------------------------------------------------------------- hooks
 
 def current_trace_id() -> str | None:
-    """The current trace's id as 32 hex digits, or None (tracing off, or no span)."""
+    """The current trace's id as 32 hex digits, or None (tracing off, no span, or a trace the
+    sampler left out: nobody could find it)."""
     if _tracer is None:
         return None
-    from opentelemetry import trace
-
-    context = trace.get_current_span().get_span_context()
-    return format(context.trace_id, "032x") if context.is_valid else None
+    context = _current_span().get_span_context()
+    return format(context.trace_id, "032x") if context.is_valid and context.trace_flags.sampled else None
 
 
 def span(name: str, **attributes):
@@ -139,9 +153,9 @@ def annotate(**attributes):
     """Attributes on the current span (nothing when tracing is off). None values are left out."""
     if _tracer is None:
         return
-    from opentelemetry import trace
-
-    trace.get_current_span().set_attributes({key: value for key, value in attributes.items() if value is not None})
+    current = _current_span()
+    if current.is_recording():  # not when a sampler left this trace out
+        current.set_attributes({key: value for key, value in attributes.items() if value is not None})
 
 
 def routed(*, tool: str | None, record: dict):
@@ -201,6 +215,9 @@ def model_request(function):
         if _tracer is None:
             return function(endpoint=endpoint, **kwargs)
         with _tracer.start_as_current_span("model.request", attributes={"asixto.model": endpoint.model}) as current:
+            if not current.is_recording():
+                with _unsampled():
+                    return function(endpoint=endpoint, **kwargs)
             try:
                 answer = function(endpoint=endpoint, **kwargs)
             except Exception as exc:
@@ -225,7 +242,12 @@ def tool_call(function):
         if _tracer is None:
             return function(arguments=arguments, **kwargs)
         with _tracer.start_as_current_span("tool.call") as current:
-            annotate(**{"asixto.tool.arguments": contents(arguments)})
+            if not current.is_recording():
+                with _unsampled():
+                    return function(arguments=arguments, **kwargs)
+            shown = contents(arguments)
+            if shown is not None:
+                current.set_attribute("asixto.tool.arguments", shown)
             outcome = function(arguments=arguments, **kwargs)
             current.set_attributes({"asixto.outcome": str(outcome.outcome), "asixto.attempts": outcome.attempts})
             return outcome
@@ -312,11 +334,14 @@ class _Scrubbed:
         from opentelemetry.sdk.trace import Event, ReadableSpan
         from opentelemetry.trace import SpanKind, Status
 
+        attributes = scrubbed_attributes(span.attributes, server=span.kind == SpanKind.SERVER)
+        if not span.events and span.status.description is None and attributes == span.attributes:
+            return span  # nothing to take out (our own spans, most client ones): not copied
         events = [Event(event.name, {key: value for key, value in (event.attributes or {}).items() if key == "exception.type"},
                         event.timestamp) for event in span.events]
         return ReadableSpan(
             name=span.name, context=span.context, parent=span.parent, resource=span.resource, links=span.links,
-            attributes=scrubbed_attributes(span.attributes, server=span.kind == SpanKind.SERVER), events=events,
+            attributes=attributes, events=events,
             kind=span.kind, status=Status(span.status.status_code), start_time=span.start_time, end_time=span.end_time,
             instrumentation_scope=span.instrumentation_scope,
         )

@@ -151,6 +151,37 @@ def print_figures(figures: dict[str, Figures], goal: float):
     print(f"ratios: median over rounds of each block over the baseline's block of the same round (goal ≤ {goal})")
 
 
+def bare_post(url: str, arguments: dict, context) -> Callable[[], None]:
+    """A POST of the exact body and headers the gateway sends for `soporte__buscar_producto`,
+    through the gateway's own transport, its answer read whole."""
+    import httpx
+
+    from tools.gateway import http as gateway_http
+    from tools.gateway.call import build_meta
+    from tools.mcp.meta import PROTOCOL_VERSION
+
+    # The request the gateway sends (tools/gateway/http.py: httpx's default headers, then its own).
+    own = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+           "Accept-Encoding": "identity", "MCP-Protocol-Version": PROTOCOL_VERSION, "Mcp-Method": "tools/call",
+           "Mcp-Name": "buscar_producto"}
+    named = {key.lower() for key in own}
+    headers = [*((key, value) for key, value in gateway_http._CLIENT_HEADERS if key.lower() not in named), *own.items()]
+    body = gateway_http.build_body(1, "buscar_producto", arguments, build_meta(context, f"req_{uuid.uuid4().hex[:20]}", "bench"))
+    target = httpx.URL(url)
+
+    def bare():
+        timeouts = {"connect": 5.0, "read": 30.0, "write": 30.0, "pool": 30.0}
+        request = httpx.Request("POST", target, content=body, headers=headers, extensions={"timeout": timeouts})
+        response = gateway_http._transport.handle_request(request)
+        try:
+            response.read()
+        finally:
+            response.close()
+        assert response.status_code == 200
+
+    return bare
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--blocks", type=int, default=40, help="rounds (one block of each variant per round)")
@@ -162,15 +193,11 @@ def main():
     args = parser.parse_args()
     os.environ["ASIXTO_ALLOW_PRIVATE_HOSTS"] = "1"
     setup()
-    import httpx
     from django.db import connection
     from django_tenants.utils import tenant_context
 
     from tenants.services import tenant_create
     from tools.gateway import CallContext, call_tool, flush_records
-    from tools.gateway import http as gateway_http
-    from tools.gateway.call import build_meta
-    from tools.mcp.meta import PROTOCOL_VERSION
     from tools.models import ToolCall
     from tools.services import catalog_sync, server_create
 
@@ -193,24 +220,7 @@ def main():
         connection.set_schema_to_public()
         arguments = {"consulta": "router"}
         context = CallContext(channel="chat", idempotency_key="bench", conversation_id="bench")
-        # The request the gateway sends (tools/gateway/http.py: httpx's default headers, then its own).
-        own = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-               "Accept-Encoding": "identity", "MCP-Protocol-Version": PROTOCOL_VERSION, "Mcp-Method": "tools/call",
-               "Mcp-Name": "buscar_producto"}
-        named = {key.lower() for key in own}
-        headers = [*((key, value) for key, value in gateway_http._CLIENT_HEADERS if key.lower() not in named), *own.items()]
-        body = gateway_http.build_body(1, "buscar_producto", arguments, build_meta(context, f"req_{uuid.uuid4().hex[:20]}", "bench"))
-        target = httpx.URL(url)
-
-        def bare():
-            timeouts = {"connect": 5.0, "read": 30.0, "write": 30.0, "pool": 30.0}
-            request = httpx.Request("POST", target, content=body, headers=headers, extensions={"timeout": timeouts})
-            response = gateway_http._transport.handle_request(request)
-            try:
-                response.read()
-            finally:
-                response.close()
-            assert response.status_code == 200
+        bare = bare_post(url, arguments, context)
 
         made = [0]
 

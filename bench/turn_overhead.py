@@ -7,9 +7,10 @@ stand-in model that answers at once (bench/_model_server.py, its own process: it
 `--tool-calls` calls of `soporte__buscar_producto`, then answers) and the example MCP server
 (examples/soporte, its own process, answers at once). The model's time is the time on the wire:
 from the model client's request entering its transport to the last byte of the answer read (the
-stand-in's work and loopback HTTP); the runtime's own work around it — encoding the request,
-httpx.Client's layer, parsing and checking the answer — is the runtime's, so it stays in the
-overhead (the model client's time is printed too, with that share). Time inside the gateway
+stand-in's work and loopback HTTP, timed at the transport's connection pool); the runtime's own
+work around it — encoding the request, httpx's client and transport layers (and an
+instrumentation around them), parsing and checking the answer — is the runtime's, so it stays in
+the overhead (the model client's time is printed too, with that share). Time inside the gateway
 (`call_tool`) and routing is measured and taken out; what is left — claiming the turn, storing
 each step, budgets, events, the model requests' encoding and parsing, storing the reply, flushing
 the call records — is the overhead, divided by the loop's iterations (model calls of the tool
@@ -61,8 +62,8 @@ class Stopwatch:
 
 
 class WireTime:
-    """The model client's transport, timed: from a request entering it to the last byte of its
-    answer read, counted only while `active` (inside the tool loop's model requests, not routing's)."""
+    """The model client's connection pool, timed: from a request entering it to the last byte of
+    its answer read, counted only while `active` (inside the tool loop's model requests, not routing's)."""
 
     def __init__(self, transport):
         self.transport, self.seconds, self.active = transport, 0.0, False
@@ -129,43 +130,74 @@ class QueryCounter:
         self.connections += 1
 
 
-def measure_overhead(tenant, turns: int):
-    from django.db import connection
-    from django.db.backends.signals import connection_created
-    from django_tenants.utils import tenant_context
+class TurnMeter:
+    """Runs turns in this process (`turn_execute`, as a worker thread runs them) with the model
+    client, the gateway and routing timed: installed once, then one `turn()` at a time."""
 
-    import runtime.turn as turn_module
-    from runtime.channel import conversation_start
-    from runtime.models import Message, Turn
+    def __init__(self, tenant):
+        from django.db.backends.signals import connection_created
+        from django_tenants.utils import tenant_context
 
-    from runtime import model_client
+        import runtime.turn as turn_module
+        from runtime import model_client
+        from runtime.channel import conversation_start
 
-    wire = WireTime(model_client._client._transport)
-    model_client._client._transport = wire
-    model, tool = ModelRequests(turn_module.complete, wire), Stopwatch(turn_module.call_tool)
-    routing = Stopwatch(turn_module.route_message)  # R6: the local gate, then the router's model call
-    turn_module.complete, turn_module.call_tool, turn_module.route_message = model, tool, routing
-    samples, iterations_seen = [], set()
-    counter = QueryCounter()
-    connection_created.connect(counter.connected)
-    with tenant_context(tenant):
-        conversation = conversation_start(data={"channel_kind": "chat", "channel_name": "bench", "language": "es"})
-        for n in range(turns + 5):  # the first five warm up connections, caches and validators
-            message = Message.objects.create(conversation=conversation, role="customer", text=f"¿Tienen routers? {n}")
-            turn = Turn.objects.create(conversation=conversation, message=message)  # no task: run here
+        self.tenant, self.turn_module = tenant, turn_module
+        # Beneath httpx's transport, at its connection pool: whatever wraps the transport (an
+        # instrumentation: bench/observability_cost.py) is the runtime's, not the model's.
+        transport = model_client._client._transport
+        self.wire = WireTime(transport._pool)
+        transport._pool = self.wire
+        self.model, self.tool = ModelRequests(turn_module.complete, self.wire), Stopwatch(turn_module.call_tool)
+        self.routing = Stopwatch(turn_module.route_message)  # R6: the local gate, then the router's model call
+        turn_module.complete, turn_module.call_tool, turn_module.route_message = self.model, self.tool, self.routing
+        self.counter = QueryCounter()
+        connection_created.connect(self.counter.connected, weak=False)
+        self.made = 0
+        with tenant_context(tenant):
+            self.conversation = conversation_start(data={"channel_kind": "chat", "channel_name": "bench", "language": "es"})
+
+    def turn(self):
+        """One turn: (wall, wire, tool, iterations, queries, connections, routing, cpu, model client) seconds."""
+        from django.db import connection
+        from django_tenants.utils import tenant_context
+
+        from runtime.models import Message, Turn
+
+        wire, model, tool, routing, counter = self.wire, self.model, self.tool, self.routing, self.counter
+        with tenant_context(self.tenant):
+            message = Message.objects.create(conversation=self.conversation, role="customer",
+                                             text=f"¿Tienen routers? {self.made}")
+            self.made += 1
+            turn = Turn.objects.create(conversation=self.conversation, message=message)  # no task: run here
             model.seconds = wire.seconds = tool.seconds = routing.seconds = 0.0
             counter.queries = counter.connections = 0
             started, cpu_started = time.perf_counter(), time.process_time()
             with connection.execute_wrapper(counter):
-                turn_module.turn_execute(turn_id=turn.pk)
+                self.turn_module.turn_execute(turn_id=turn.pk)
             wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
             turn = Turn.objects.get(pk=turn.pk)
-            assert turn.status == "done", (turn.status, turn.error_code, turn.error_detail)
-            if n >= 5:
-                samples.append((wall, wire.seconds, tool.seconds, turn.iterations, counter.queries, counter.connections,
-                                routing.seconds, cpu, model.seconds))
-                iterations_seen.add(turn.iterations)
-    return samples, iterations_seen, model.calls, tool.calls
+        assert turn.status == "done", (turn.status, turn.error_code, turn.error_detail)
+        return (wall, wire.seconds, tool.seconds, turn.iterations, counter.queries, counter.connections,
+                routing.seconds, cpu, model.seconds)
+
+
+def overhead_ms(sample) -> float:
+    """The runtime's own time per loop iteration of one turn's sample: not the model's wire time,
+    not the gateway+tool, not routing."""
+    wall, wire, tool, iterations, _queries, _connections, routing, _cpu, _model = sample
+    return (wall - wire - tool - routing) / iterations * 1000
+
+
+def measure_overhead(tenant, turns: int):
+    meter = TurnMeter(tenant)
+    samples, iterations_seen = [], set()
+    for n in range(turns + 5):  # the first five warm up connections, caches and validators
+        sample = meter.turn()
+        if n >= 5:
+            samples.append(sample)
+            iterations_seen.add(sample[3])
+    return samples, iterations_seen, meter.model.calls, meter.tool.calls
 
 
 def measure_queue_to_start(tenant, count: int):
@@ -214,7 +246,7 @@ def main():
         samples, iterations, model_calls, tool_calls = measure_overhead(tenant, args.turns)
         with worker(concurrency=8, pool_max=args.db_pool):
             delays = measure_queue_to_start(tenant, args.queued)
-    per_iteration = [(wall - model - tool - routing) / its * 1000 for wall, model, tool, its, _q, _c, routing, _cpu, _m in samples]
+    per_iteration = [overhead_ms(sample) for sample in samples]
     with_routing = [(wall - model - tool) / its * 1000 for wall, model, tool, its, *_rest in samples]
     cpu_per_iteration = [cpu / its * 1000 for _w, _m, _t, its, _q, _c, _r, cpu, _mc in samples]
     wall_ms = statistics.median(s[0] for s in samples) * 1000

@@ -22,7 +22,7 @@ from tests.runtime.runtime_support import agent, recording_app, register_soporte
 from tests.support.asgi import lifespan, request_body
 from tests.support.mcp_servers import serve_asgi
 from tests.support.model_server import ScriptedModel, call, say
-from tools.models import McpServer
+from tools.models import McpServer, ToolCall
 
 SEARCH = "soporte__buscar_producto"
 TEXT = "¿Tienen routers disponibles?"
@@ -249,3 +249,55 @@ def test_with_an_endpoint_spans_reach_the_collector_over_otlp_under_the_service_
     attributes = {a.key: a.value for a in span.attributes}
     assert (path, service, span.name, span.trace_id.hex()) == ("/v1/traces", "asixto-eu-worker", "routing", trace_id)
     assert attributes["asixto.routing.tools"].int_value == 3 and attributes["url.full"].string_value == "http://m.example/v1"
+
+
+def headers_seen(app, seen):
+    """`app`, keeping the headers of each HTTP request it gets (lower-case names) in `seen`."""
+
+    async def recorded(scope, receive, send):
+        if scope["type"] == "http":
+            seen.append({name.decode().lower(): value.decode() for name, value in scope["headers"]})
+        await app(scope, receive, send)
+
+    return recorded
+
+
+@pytest.mark.parametrize("sampler", ["always_off", "always_on"])
+def test_sampling_is_the_operators_and_a_turn_left_out_runs_whole_untraced(alpha, monkeypatch, sampler):
+    """Issue 21 (traces), P1, P3: the operator samples with the SDK's OTEL_TRACES_SAMPLER. A turn the
+    sampler leaves out runs whole and is recorded, yet no span of it is exported, its model and
+    tool requests carry no trace context (the httpx instrumentation is skipped for them: its work
+    would be thrown away) and it stores no trace id (nobody could find that trace). Sampled, the
+    same turn is traced: its spans exported, its requests carrying the context, its id stored."""
+    exporter = InMemorySpanExporter()
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", sampler)
+    tracing.shutdown()
+    assert tracing.setup(service="asixto-test", exporter=exporter)
+    seen_by_model, seen_by_server = [], []
+    model = ScriptedModel([call(SEARCH, ARGUMENTS), say("ok"), say("Sí, hay routers.")])
+    try:
+        with serve_asgi(headers_seen(build_app(), seen_by_server)) as tool_url, \
+                serve_asgi(headers_seen(model.app(), seen_by_model)) as model_url, agent(alpha, f"{model_url}/v1"):
+            register_soporte(alpha, tool_url)
+            seen_by_server.clear()  # the sync's requests
+            client = alpha.api(alpha.channel_key)
+            conversation = client.post("/api/v1/conversations", "{}", content_type="application/json").json()
+            posted = client.post(conversation["messages_url"], json.dumps({"text": TEXT}), content_type="application/json")
+            turn = run(alpha, Turn(pk=posted.json()["id"]))
+    finally:
+        tracing.shutdown()
+    assert turn.status == Turn.Status.DONE and turn.reply.text == "Sí, hay routers.", turn.error_detail
+    with alpha.schema():
+        assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["ok"]
+    tool_posts = [headers for headers in seen_by_server if headers.get("mcp-method") == "tools/call"]
+    assert len(tool_posts) == 1 and len(seen_by_model) >= 2
+    finished = exporter.get_finished_spans()
+    if sampler == "always_off":
+        assert list(finished) == []
+        assert turn.trace_id is None
+        assert not any("traceparent" in headers for headers in [*tool_posts, *seen_by_model])
+    else:
+        assert {"turn", "tool.call", "model.request"} <= {span.name for span in finished}
+        request = next(s for s in finished if s.kind.name == "SERVER" and "messages" in s.attributes.get("http.route", ""))
+        assert turn.trace_id == format(request.context.trace_id, "032x")
+        assert all("traceparent" in headers for headers in [*tool_posts, *seen_by_model])
