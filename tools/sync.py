@@ -227,10 +227,12 @@ def _store_listing(server: McpServer, listed: list[ListedTool], server_findings)
     # A probe verdict stands only for the definition it judged (C8, C9).
     Finding.objects.filter(tool__in=uuids(changed_ids), source=Finding.Source.PROBE).delete()
     findings = judge(server=server, tools=new_tools + recertified, scenarios=scenarios)
-    insert_rows(Tool, new_tools)
+    # The definitions as the listing was read, already serialised for their hashes.
+    encoded = {id(entry.definition): entry.text for entry in listed if entry.text is not None}
+    insert_rows(Tool, new_tools, encoded=encoded)
     replace_findings(tools=recertified, rows=findings)
     for fields, tools in updates.items():
-        update_rows(Tool, tools, list(fields))
+        update_rows(Tool, tools, list(fields), encoded=encoded)
     _store_server_findings(server, server_findings)
     if new_tools or updates:
         # One bump for the whole sync: bulk writes send no post_save signals.
