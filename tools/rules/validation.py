@@ -195,7 +195,7 @@ class SchemaChecks:
         key = _canonical(schema)
         if key is None:
             return "not JSON", ()
-        digest = hashlib.sha256(key.encode()).digest()
+        digest = self._digest(key)
         with self._lock:
             answer = self._answers.get(digest)
             if answer is not None:
@@ -207,6 +207,13 @@ class SchemaChecks:
             while len(self._answers) > self.size:
                 self._answers.popitem(last=False)
         return answer
+
+
+    @staticmethod
+    def _digest(schema) -> bytes:
+        """The key of `schema` (or of its canonical JSON)."""
+        key = schema if isinstance(schema, str) else _canonical(schema)
+        return hashlib.sha256(key.encode()).digest()
 
 
 def _check(key: str) -> tuple[str | None, tuple[SchemaProblem, ...]]:
