@@ -86,7 +86,7 @@ def _sync(server: McpServer) -> CatalogVersion:
             server_probe(server=server)
         target = server_target(server)
         first = _read_listing(target)
-        second_names = _names(_read_listing(target))
+        second_names = _names(_read_listing(target, previous=first))
     except (mcp.McpError, ApplicationError) as exc:
         sync_mark(server=server, status=McpServer.SyncStatus.ERROR, error=exc)
         raise
@@ -122,9 +122,9 @@ def _choose_contract_mode(server: McpServer, listed: list[ListedTool]):
     McpServer.objects.filter(pk=server.pk).update(contract_mode=server.contract_mode)
 
 
-def _read_listing(target) -> list:
+def _read_listing(target, previous=None) -> list:
     limit = settings.ASIXTO_MAX_TOOLS_PER_SERVER
-    tools = mcp.list_tools(target, limit=limit)
+    tools = mcp.list_tools(target, limit=limit, previous=previous)
     if len(tools) > limit:
         raise ApplicationError(
             format_lazy(
