@@ -49,6 +49,11 @@ class Listing(list):
         super().__init__(items)
         self.pages = pages if pages is not None else []
 
+    def __repr__(self) -> str:
+        # asyncio describes a finished task by its result (reprlib: in full for a class it does
+        # not know); 5,000 tools took 0.15 s each time (P2).
+        return f"<Listing of {len(self)} items in {len(self.pages)} pages>"
+
 
 def list_tools(target: ServerTarget, *, limit: int | None = None, previous: Listing | None = None) -> Listing:
     """Every tool the server lists, in its order, each as the wire-form dict it sent (SPEC M5).
