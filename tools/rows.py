@@ -29,12 +29,14 @@ def insert_rows(model: type[models.Model], objects: list[models.Model], *, encod
                 field.pre_save(obj, add=True)
     quote = connection.ops.quote_name
     columns = ", ".join(quote(field.column) for field in fields)
-    selected = ", ".join(f"v.{quote(field.column)}" for field in fields)
-    for batch in _batches(objects):
-        _execute(
-            f"INSERT INTO {quote(model._meta.db_table)} ({columns}) SELECT {selected} FROM {_recordset(fields)}",
-            _document(fields, batch, encoded),
-        )
+    for copies, group in _by_copies(objects, fields):
+        sent = [field for field in fields if field not in copies]
+        selected = ", ".join(f"v.{quote(copies.get(field, field).column)}" for field in fields)
+        for batch in _batches(group):
+            _execute(
+                f"INSERT INTO {quote(model._meta.db_table)} ({columns}) SELECT {selected} FROM {_recordset(sent)}",
+                _document(sent, batch, encoded),
+            )
 
 
 def update_rows(model: type[models.Model], objects: list[models.Model], field_names: list[str], *,
@@ -45,19 +47,40 @@ def update_rows(model: type[models.Model], objects: list[models.Model], field_na
     pk = model._meta.pk
     fields = [model._meta.get_field(name) for name in field_names]
     quote = connection.ops.quote_name
-    assignments = ", ".join(f"{quote(field.column)} = v.{quote(field.column)}" for field in fields)
-    for batch in _batches(objects):
-        _execute(
-            f"UPDATE {quote(model._meta.db_table)} AS t SET {assignments} FROM {_recordset([pk, *fields])} "
-            f"WHERE t.{quote(pk.column)} = v.{quote(pk.column)}",
-            _document([pk, *fields], batch, encoded),
-        )
+    for copies, group in _by_copies(objects, fields):
+        sent = [pk, *(field for field in fields if field not in copies)]
+        assignments = ", ".join(f"{quote(field.column)} = v.{quote(copies.get(field, field).column)}" for field in fields)
+        for batch in _batches(group):
+            _execute(
+                f"UPDATE {quote(model._meta.db_table)} AS t SET {assignments} FROM {_recordset(sent)} "
+                f"WHERE t.{quote(pk.column)} = v.{quote(pk.column)}",
+                _document(sent, batch, encoded),
+            )
 
 
 def uuids(values) -> RawSQL:
     """For `pk__in=` / `tool__in=` with thousands of ids: one array parameter instead of one
     placeholder per id."""
     return RawSQL("SELECT unnest(%s::uuid[])", (list(values),))
+
+
+def _by_copies(objects, fields) -> list[tuple[dict, list]]:
+    """`objects` in groups by which of their JSON fields hold the very object an earlier JSON
+    field holds (a tool's effective definition is usually its server definition): such a value
+    is sent once and copied by the statement, so PostgreSQL parses it once (P2). Each group comes
+    with a map of every copied field to the field it is copied from."""
+    json_fields = [field for field in fields if isinstance(field, models.JSONField)]
+    groups: dict[tuple, list] = {}
+    for obj in objects:
+        values = [getattr(obj, field.attname) for field in json_fields]
+        copies = []
+        for index, value in enumerate(values):
+            if isinstance(value, (dict, list)):
+                source = next((earlier for earlier in range(index) if values[earlier] is value), None)
+                if source is not None:
+                    copies.append((json_fields[index], json_fields[source]))
+        groups.setdefault(tuple(copies), []).append(obj)
+    return [(dict(copies), group) for copies, group in groups.items()]
 
 
 def _batches(objects):

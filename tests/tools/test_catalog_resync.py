@@ -166,8 +166,9 @@ def test_a_changed_schema_is_certified_again(alpha, scenarios):
 def test_stored_definitions_and_hashes_are_those_of_what_was_read(alpha, scenarios, settings):
     """M5, P2 (issue 22): every tool stores the definition the server sent with its hash, and
     the effective definition with the hash of exactly that definition, whether the effective
-    one is the server's own (strict, no overlay), overlaid, or completed in compatible mode; a
-    definition too large to store keeps the hash of what was sent and its stand-in's own."""
+    one is the server's own (strict, no overlay: sent once, copied by the statement), overlaid,
+    or completed in compatible mode; a definition too large to store keeps the hash of what was
+    sent and its stand-in's own."""
     from tools.catalog import definition_hash
 
     settings.ASIXTO_MAX_TOOL_DEFINITION_BYTES = 4000
@@ -185,7 +186,10 @@ def test_stored_definitions_and_hashes_are_those_of_what_was_read(alpha, scenari
         for server in servers:
             catalog_sync(server=server)
         Tool.objects.filter(server=servers[0], name="crear_cita").update(overlay={"description": "Crea una cita. No la uses para moverla."})
+        # Two changed tools written by one statement shape: one whose effective definition is
+        # the server's (written once, copied), one overlaid (written apart).
         strict.tools[0]["description"] += " No la uses para cerrar un caso."
+        strict.tools[1]["description"] = "Agenda una cita con un asesor. No la uses para moverla."
         catalog_sync(server=servers[0])
         stored = {tool.name: tool for tool in Tool.objects.filter(server__in=servers, removed_in__isnull=True)}
     served = {tool["name"]: tool for tool in strict.tools + compatible.tools}
@@ -197,5 +201,6 @@ def test_stored_definitions_and_hashes_are_those_of_what_was_read(alpha, scenari
             assert tool.server_definition == served[name], name
     assert stored["abrir_caso_soporte"].definition == served["abrir_caso_soporte"]
     assert stored["crear_cita"].definition["description"] == "Crea una cita. No la uses para moverla."
+    assert stored["crear_cita"].server_definition["description"] == "Agenda una cita con un asesor. No la uses para moverla."
     assert stored["consultar_cliente"].definition["inputSchema"]["additionalProperties"] is False
     assert "com.asixto/omitted" in stored["consultar_historial"].definition
