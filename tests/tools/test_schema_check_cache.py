@@ -59,6 +59,8 @@ def test_it_keeps_at_most_its_size_and_drops_the_least_recently_used():
         assert checks.check(schema) == SchemaChecks(size=0).check(schema)
     assert len(checks) == 3
     assert len(SCHEMA_CHECKS) <= SCHEMA_CHECKS.size
+    checks.clear()
+    assert len(checks) == 0 and checks.check(schemas[0]) == SchemaChecks(size=0).check(schemas[0])
 
 
 def test_a_kept_answer_is_the_answer_of_a_fresh_check():

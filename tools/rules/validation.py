@@ -189,6 +189,10 @@ class SchemaChecks:
     def __len__(self) -> int:
         return len(self._answers)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._answers.clear()
+
     def check(self, schema) -> tuple[str | None, tuple[SchemaProblem, ...]]:
         if not isinstance(schema, dict):
             return "not a JSON object", ()
