@@ -49,6 +49,9 @@ class ListedTool:
     definition: dict  # as sent, or a stand-in {name, OMITTED_KEY: {bytes, limit}} when too large
     hash: str  # of the definition as sent, so a change is seen even when it is not stored
     level: str
+    # `definition` as JSON (canonical_json), for writing it without serialising it again; None
+    # for a stand-in.
+    text: str | None = None
 
 
 def canonical_json(definition: dict) -> str:
@@ -79,9 +82,11 @@ def read_listing(listing: list, *, max_definition_bytes: int) -> tuple[list[List
             seen.add(name)
             encoded = canonical.encode()
             level = tool_level(item.get("annotations"))
+            text = canonical
             if len(encoded) > max_definition_bytes:
                 item = {"name": name, OMITTED_KEY: {"bytes": len(encoded), "limit": max_definition_bytes}}
-            kept.append(ListedTool(name=name, definition=item, hash=hashlib.sha256(encoded).hexdigest(), level=level))
+                text = None
+            kept.append(ListedTool(name=name, definition=item, hash=hashlib.sha256(encoded).hexdigest(), level=level, text=text))
     return kept, problems
 
 

@@ -144,11 +144,11 @@ def judge_tools(*, server: McpServer, tools: list[Tool], scenarios: list[str] | 
     basis_of = certification_basis_for(server_slug=server.slug, scenarios=scenarios, mode=server.contract_mode, language=language)
     rows = []
     for tool in tools:
+        source = tool.server_definition or tool.definition
         effective, findings = overlay_verdict(
-            server=server, definition=tool.server_definition or tool.definition, overlay=tool.overlay,
-            scenarios=scenarios, language=language,
+            server=server, definition=source, overlay=tool.overlay, scenarios=scenarios, language=language,
         )
-        tool.definition, tool.definition_hash = effective, definition_hash(effective)
+        tool.definition, tool.definition_hash = _effective_and_hash(effective, source, tool.server_hash)
         tool.level = tool_level(effective.get("annotations") if isinstance(effective, dict) else None)
         rows += [finding_row(server, tool, finding, Finding.Source.DEFINITION) for finding in findings]
         blocked = is_blocking(findings) or tool.pk in probe_blocked
@@ -157,6 +157,20 @@ def judge_tools(*, server: McpServer, tools: list[Tool], scenarios: list[str] | 
         tool.certified_at = now
         tool.certification_basis = basis_of(tool.server_hash, tool.overlay)
     return rows
+
+
+def _effective_and_hash(effective, source, server_hash: str) -> tuple[dict, str]:
+    """The effective definition to store and its hash. One made of the very parts of the
+    server's definition (no overlay, nothing added: most tools of a strict server) is the
+    server's definition itself, with the hash the sync computed of it, so a sync does not
+    serialise and hash every definition a second time (P2). A stand-in's server hash is that of
+    the definition too large to store, not of the stand-in, so its hash is computed."""
+    if (
+        server_hash and isinstance(effective, dict) and isinstance(source, dict) and OMITTED_KEY not in source
+        and effective.keys() == source.keys() and all(effective[key] is source[key] for key in source)
+    ):
+        return source, server_hash
+    return effective, definition_hash(effective)
 
 
 def standing_probe_blocks(tools: list[Tool]) -> set:

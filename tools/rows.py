@@ -16,8 +16,10 @@ from django.db.models.expressions import RawSQL
 BATCH = 5000
 
 
-def insert_rows(model: type[models.Model], objects: list[models.Model]):
-    """INSERT every concrete field of `objects` (primary keys already set, as UUID defaults do)."""
+def insert_rows(model: type[models.Model], objects: list[models.Model], *, encoded: dict[int, str] | None = None):
+    """INSERT every concrete field of `objects` (primary keys already set, as UUID defaults do).
+    `encoded`: JSON texts already made of some JSON field values, by the value's `id()` (see
+    `_document`)."""
     if not objects:
         return
     fields = list(model._meta.concrete_fields)
@@ -27,34 +29,58 @@ def insert_rows(model: type[models.Model], objects: list[models.Model]):
                 field.pre_save(obj, add=True)
     quote = connection.ops.quote_name
     columns = ", ".join(quote(field.column) for field in fields)
-    selected = ", ".join(f"v.{quote(field.column)}" for field in fields)
-    for batch in _batches(objects):
-        _execute(
-            f"INSERT INTO {quote(model._meta.db_table)} ({columns}) SELECT {selected} FROM {_recordset(fields)}",
-            _document(fields, batch),
-        )
+    for copies, group in _by_copies(objects, fields):
+        sent = [field for field in fields if field not in copies]
+        selected = ", ".join(f"v.{quote(copies.get(field, field).column)}" for field in fields)
+        for batch in _batches(group):
+            _execute(
+                f"INSERT INTO {quote(model._meta.db_table)} ({columns}) SELECT {selected} FROM {_recordset(sent)}",
+                _document(sent, batch, encoded),
+            )
 
 
-def update_rows(model: type[models.Model], objects: list[models.Model], field_names: list[str]):
-    """UPDATE `field_names` of `objects`, matched by primary key."""
+def update_rows(model: type[models.Model], objects: list[models.Model], field_names: list[str], *,
+                encoded: dict[int, str] | None = None):
+    """UPDATE `field_names` of `objects`, matched by primary key (`encoded`: as for insert_rows)."""
     if not objects:
         return
     pk = model._meta.pk
     fields = [model._meta.get_field(name) for name in field_names]
     quote = connection.ops.quote_name
-    assignments = ", ".join(f"{quote(field.column)} = v.{quote(field.column)}" for field in fields)
-    for batch in _batches(objects):
-        _execute(
-            f"UPDATE {quote(model._meta.db_table)} AS t SET {assignments} FROM {_recordset([pk, *fields])} "
-            f"WHERE t.{quote(pk.column)} = v.{quote(pk.column)}",
-            _document([pk, *fields], batch),
-        )
+    for copies, group in _by_copies(objects, fields):
+        sent = [pk, *(field for field in fields if field not in copies)]
+        assignments = ", ".join(f"{quote(field.column)} = v.{quote(copies.get(field, field).column)}" for field in fields)
+        for batch in _batches(group):
+            _execute(
+                f"UPDATE {quote(model._meta.db_table)} AS t SET {assignments} FROM {_recordset(sent)} "
+                f"WHERE t.{quote(pk.column)} = v.{quote(pk.column)}",
+                _document(sent, batch, encoded),
+            )
 
 
 def uuids(values) -> RawSQL:
     """For `pk__in=` / `tool__in=` with thousands of ids: one array parameter instead of one
     placeholder per id."""
     return RawSQL("SELECT unnest(%s::uuid[])", (list(values),))
+
+
+def _by_copies(objects, fields) -> list[tuple[dict, list]]:
+    """`objects` in groups by which of their JSON fields hold the very object an earlier JSON
+    field holds (a tool's effective definition is usually its server definition): such a value
+    is sent once and copied by the statement, so PostgreSQL parses it once (P2). Each group comes
+    with a map of every copied field to the field it is copied from."""
+    json_fields = [field for field in fields if isinstance(field, models.JSONField)]
+    groups: dict[tuple, list] = {}
+    for obj in objects:
+        values = [getattr(obj, field.attname) for field in json_fields]
+        copies = []
+        for index, value in enumerate(values):
+            if isinstance(value, (dict, list)):
+                source = next((earlier for earlier in range(index) if values[earlier] is value), None)
+                if source is not None:
+                    copies.append((json_fields[index], json_fields[source]))
+        groups.setdefault(tuple(copies), []).append(obj)
+    return [(dict(copies), group) for copies, group in groups.items()]
 
 
 def _batches(objects):
@@ -67,9 +93,31 @@ def _recordset(fields) -> str:
     return f"jsonb_to_recordset(%s::jsonb) AS v({columns})"
 
 
-def _document(fields, objects) -> str:
-    rows = [{field.column: getattr(obj, field.attname) for field in fields} for obj in objects]
-    return json.dumps(rows, default=_plain, ensure_ascii=False)
+def _document(fields, objects, encoded: dict[int, str] | None = None) -> str:
+    """The rows as one JSON array. A JSON field's value is encoded once however many rows and
+    columns hold that very object (a tool's definition and server definition usually are one),
+    and not at all when `encoded` has its text: a sync has just serialised every definition it
+    read (P2). JSON object key order is free: the columns are jsonb."""
+    json_fields = [field for field in fields if isinstance(field, models.JSONField)]
+    if not json_fields:
+        return _ENCODE([{field.column: getattr(obj, field.attname) for field in fields} for obj in objects])
+    others = [field for field in fields if field not in json_fields]
+    texts = dict(encoded or {})
+    keys = [_ENCODE(field.column) for field in json_fields]
+    rows = []
+    for obj in objects:
+        columns = []
+        for key, field in zip(keys, json_fields):
+            value = getattr(obj, field.attname)
+            text = texts.get(id(value))
+            if text is None:
+                text = _ENCODE(value)
+                if isinstance(value, (dict, list)):  # alive in `objects` for the whole call: its id stays its own
+                    texts[id(value)] = text
+            columns.append(f"{key}:{text}")
+        plain = _ENCODE({field.column: getattr(obj, field.attname) for field in others})
+        rows.append("{" + ",".join(columns) + ("," + plain[1:] if len(plain) > 2 else "}"))
+    return "[" + ",".join(rows) + "]"
 
 
 def _plain(value):
@@ -79,6 +127,9 @@ def _plain(value):
     if isinstance(value, uuid.UUID):
         return str(value)
     raise TypeError(f"{type(value).__name__} cannot be written through tools.rows")
+
+
+_ENCODE = json.JSONEncoder(default=_plain, ensure_ascii=False).encode
 
 
 def _execute(sql, document):

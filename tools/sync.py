@@ -86,7 +86,7 @@ def _sync(server: McpServer) -> CatalogVersion:
             server_probe(server=server)
         target = server_target(server)
         first = _read_listing(target)
-        second_names = _names(_read_listing(target))
+        second_names = _names(_read_listing(target, previous=first))
     except (mcp.McpError, ApplicationError) as exc:
         sync_mark(server=server, status=McpServer.SyncStatus.ERROR, error=exc)
         raise
@@ -122,9 +122,9 @@ def _choose_contract_mode(server: McpServer, listed: list[ListedTool]):
     McpServer.objects.filter(pk=server.pk).update(contract_mode=server.contract_mode)
 
 
-def _read_listing(target) -> list:
+def _read_listing(target, previous=None) -> list:
     limit = settings.ASIXTO_MAX_TOOLS_PER_SERVER
-    tools = mcp.list_tools(target, limit=limit)
+    tools = mcp.list_tools(target, limit=limit, previous=previous)
     if len(tools) > limit:
         raise ApplicationError(
             format_lazy(
@@ -227,10 +227,12 @@ def _store_listing(server: McpServer, listed: list[ListedTool], server_findings)
     # A probe verdict stands only for the definition it judged (C8, C9).
     Finding.objects.filter(tool__in=uuids(changed_ids), source=Finding.Source.PROBE).delete()
     findings = judge(server=server, tools=new_tools + recertified, scenarios=scenarios)
-    insert_rows(Tool, new_tools)
+    # The definitions as the listing was read, already serialised for their hashes.
+    encoded = {id(entry.definition): entry.text for entry in listed if entry.text is not None}
+    insert_rows(Tool, new_tools, encoded=encoded)
     replace_findings(tools=recertified, rows=findings)
     for fields, tools in updates.items():
-        update_rows(Tool, tools, list(fields))
+        update_rows(Tool, tools, list(fields), encoded=encoded)
     _store_server_findings(server, server_findings)
     if new_tools or updates:
         # One bump for the whole sync: bulk writes send no post_save signals.

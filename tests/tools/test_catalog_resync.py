@@ -136,3 +136,71 @@ def test_it_certifies_again_when_the_definition_size_limit_changes(alpha, scenar
         tools = {tool.name: tool for tool in Tool.objects.filter(server=server)}
     assert {tool.certification for tool in tools.values()} == {"blocked"}
     assert all(tool.definition.get("com.asixto/omitted", {}).get("limit") == 200 for tool in tools.values())
+
+
+def test_a_changed_schema_is_certified_again(alpha, scenarios):
+    """C3, P2 (issue 22): schema checks are kept between syncs, by the schema's content; a
+    re-sync after the server changed a schema judges the new schema (a pattern RE2 cannot run
+    blocks), and changing it back certifies the tool again."""
+    catalog = catalog_of_three()
+    schema = catalog.tools[0]["inputSchema"]
+    argument = next(iter(schema["properties"]))
+    with serve_asgi(catalog.app()) as url, alpha.schema():
+        server = server_create(data={"slug": "soporte", "transport": "streamable_http", "url": f"{url}/mcp"})
+        catalog_sync(server=server)
+        verdicts = [Tool.objects.get(server=server, name="abrir_caso_soporte").certification]
+        catalog.tools[0]["inputSchema"] = {**schema, "properties": {
+            **schema["properties"], argument: {"type": "string", "pattern": "^(a)\\1$"},
+        }}
+        catalog_sync(server=server)
+        blocked = Tool.objects.get(server=server, name="abrir_caso_soporte")
+        verdicts.append(blocked.certification)
+        findings = list(blocked.findings.values_list("rule", "severity"))
+        catalog.tools[0]["inputSchema"] = schema
+        catalog_sync(server=server)
+        verdicts.append(Tool.objects.get(server=server, name="abrir_caso_soporte").certification)
+    assert verdicts == ["certified", "blocked", "certified"]
+    assert ("C3", "blocking") in findings
+
+
+def test_stored_definitions_and_hashes_are_those_of_what_was_read(alpha, scenarios, settings):
+    """M5, P2 (issue 22): every tool stores the definition the server sent with its hash, and
+    the effective definition with the hash of exactly that definition, whether the effective
+    one is the server's own (strict, no overlay: sent once, copied by the statement), overlaid,
+    or completed in compatible mode; a definition too large to store keeps the hash of what was
+    sent and its stand-in's own."""
+    from tools.catalog import definition_hash
+
+    settings.ASIXTO_MAX_TOOL_DEFINITION_BYTES = 4000
+    strict = catalog_of_three()
+    strict.tools.append(good("consultar_historial", description="Devuelve el historial del caso. " + "Detalle " * 600))
+    plain = good("consultar_cliente")
+    plain.pop("_meta")
+    plain["inputSchema"] = {**plain["inputSchema"], "additionalProperties": True}
+    compatible = MutableCatalog([plain])
+    with serve_asgi(strict.app()) as strict_url, serve_asgi(compatible.app()) as compatible_url, alpha.schema():
+        servers = [
+            server_create(data={"slug": "soporte", "transport": "streamable_http", "url": f"{strict_url}/mcp"}),
+            server_create(data={"slug": "ventas", "transport": "streamable_http", "url": f"{compatible_url}/mcp"}),
+        ]
+        for server in servers:
+            catalog_sync(server=server)
+        Tool.objects.filter(server=servers[0], name="crear_cita").update(overlay={"description": "Crea una cita. No la uses para moverla."})
+        # Two changed tools written by one statement shape: one whose effective definition is
+        # the server's (written once, copied), one overlaid (written apart).
+        strict.tools[0]["description"] += " No la uses para cerrar un caso."
+        strict.tools[1]["description"] = "Agenda una cita con un asesor. No la uses para moverla."
+        catalog_sync(server=servers[0])
+        stored = {tool.name: tool for tool in Tool.objects.filter(server__in=servers, removed_in__isnull=True)}
+    served = {tool["name"]: tool for tool in strict.tools + compatible.tools}
+    assert sorted(stored) == sorted(served)
+    for name, tool in stored.items():
+        assert tool.server_hash == definition_hash(served[name]), name
+        assert tool.definition_hash == definition_hash(tool.definition), name
+        if name != "consultar_historial":
+            assert tool.server_definition == served[name], name
+    assert stored["abrir_caso_soporte"].definition == served["abrir_caso_soporte"]
+    assert stored["crear_cita"].definition["description"] == "Crea una cita. No la uses para moverla."
+    assert stored["crear_cita"].server_definition["description"] == "Agenda una cita con un asesor. No la uses para moverla."
+    assert stored["consultar_cliente"].definition["inputSchema"]["additionalProperties"] is False
+    assert "com.asixto/omitted" in stored["consultar_historial"].definition

@@ -149,6 +149,29 @@ def test_it_rejects_a_listing_that_is_not_valid_mcp(pages, expected):
     assert expected in caught.value.message
 
 
+def test_a_second_reading_is_checked_unless_it_repeats_the_first_exactly():
+    """M5, C7, P2 (issue 22): a sync reads the listing twice. Pages answered exactly as the first
+    reading's come back as they are (the SDK checked that content already); a second answer that
+    differs in anything is checked by the SDK as any answer is, so one that is not valid MCP
+    is still a `protocol` error, and one that is valid is returned as sent."""
+    tools = make_tools(3)
+    valid = [{**CACHE_HINTS, "tools": tools[:2], "nextCursor": "2"}, {**CACHE_HINTS, "tools": tools[2:]}]
+    reordered = {**CACHE_HINTS, "tools": [tools[1], tools[0]], "nextCursor": "2"}
+    invalid = {**CACHE_HINTS, "tools": [tools[0], {"name": "sin_esquema"}], "nextCursor": "2"}
+    script = [*valid, *valid, reordered, valid[1], invalid]
+    with serve_asgi(scripted_app({"tools/list": script})) as base_url:
+        target = http(f"{base_url}/mcp", discover=MODERN_DISCOVER, timeout=5.0)
+        first = list_tools(target)
+        again = list_tools(target, previous=first)
+        other = list_tools(target, previous=first)
+        with pytest.raises(McpError) as caught:
+            list_tools(target, previous=first)
+    assert first == again == tools and again.pages == first.pages == valid
+    assert repr(first) == "<Listing of 3 items in 2 pages>"  # asyncio describes tasks by their result
+    assert other == [tools[1], tools[0], tools[2]]
+    assert caught.value.kind == "protocol" and "not valid MCP (tools.1.inputSchema" in caught.value.message
+
+
 def test_it_times_out_on_a_server_that_never_answers():
     """G3: a hanging server is a `timeout` that names the limit it missed, never a hang. Only a
     hanging server never answers, so only the per-request timeout can end the probe."""

@@ -91,14 +91,17 @@ class Exchange:
 
 
 async def run_operation(
-    target: ServerTarget, operation: Callable[[ClientSession, Exchange], Awaitable[T]], *, probe: bool = False
+    target: ServerTarget, operation: Callable[[ClientSession, Exchange], Awaitable[T]], *, probe: bool = False,
+    dispatcher: Callable[[Any, Any], Any] | None = None,
 ) -> T:
-    """Connect, negotiate, run `operation`, disconnect; raise only `McpError` for server trouble."""
+    """Connect, negotiate, run `operation`, disconnect; raise only `McpError` for server trouble.
+    `dispatcher`: builds the session's JSON-RPC dispatcher from the transport's two streams (the
+    SDK's own by default; see repeats.py)."""
     exchange = Exchange(target)
     answered, result = False, None
     try:
         with secrets_in_scope(exchange.secrets), anyio.fail_after(target.total_timeout):
-            async with open_session(target, exchange, probe=probe) as session:
+            async with open_session(target, exchange, probe=probe, dispatcher=dispatcher) as session:
                 result = await operation(session, exchange)
                 answered = True
             return result
@@ -130,13 +133,14 @@ def _only_closing_noise(exc: BaseException) -> bool:
 
 @asynccontextmanager
 async def open_session(
-    target: ServerTarget, exchange: Exchange, *, probe: bool = False
+    target: ServerTarget, exchange: Exchange, *, probe: bool = False, dispatcher: Callable[[Any, Any], Any] | None = None
 ) -> AsyncIterator[ClientSession]:
     """A `ClientSession` over the target's transport, negotiated and ready for requests."""
     async with _transport(target, exchange) as (read_stream, write_stream):
-        async with ClientSession(
-            read_stream, write_stream, read_timeout_seconds=target.timeout, client_info=CLIENT_INFO
-        ) as session:
+        streams = {"dispatcher": dispatcher(read_stream, write_stream)} if dispatcher else {
+            "read_stream": read_stream, "write_stream": write_stream,
+        }
+        async with ClientSession(**streams, read_timeout_seconds=target.timeout, client_info=CLIENT_INFO) as session:
             if probe or (target.discover is None and not target.legacy):
                 await negotiate(session, exchange)
             elif target.legacy:

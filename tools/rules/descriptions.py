@@ -96,14 +96,21 @@ _PRICE = re.compile(
 # Opening hours are times or day ranges; "horario" as an entity is not one.
 _DAY_ES = r"(?:lunes|martes|mi[ée]rcoles|jueves|viernes|s[áa]bados?|domingos?)"
 _DAY_EN = r"(?:mon(?:day)?|tue(?:s|sday)?|wed(?:nesday)?|thu(?:rs|rsday)?|fri(?:day)?|sat(?:urday)?|sun(?:day)?)"
+_DAY_RANGES = (
+    rf"\b{_DAY_ES}\s+(?:a|al|hasta)\s+(?:el\s+)?{_DAY_ES}\b|\b{_DAY_EN}\s*(?:-|–|to|through|thru)\s*{_DAY_EN}\b"
+)
 _HOURS = re.compile(
     r"\b\d{1,2}(?::\d{2})?\s?(?:a\.?\s?m\b\.?|p\.?\s?m\b\.?)"
     r"|\b\d{1,2}:\d{2}\s?(?:h|hrs|horas)?\s?(?:-|–|a|to|hasta)\s?\d{1,2}:\d{2}"
     r"|\b\d{1,2}\s?(?:h|hrs)\s?(?:-|–|a|to)\s?\d{1,2}\s?(?:h|hrs)\b"
-    rf"|\b{_DAY_ES}\s+(?:a|al|hasta)\s+(?:el\s+)?{_DAY_ES}\b|\b{_DAY_EN}\s*(?:-|–|to|through|thru)\s*{_DAY_EN}\b"
+    rf"|{_DAY_RANGES}"
     r"|\b24/7\b",
     _I,
 )
+# What _HOURS can find in a text without digits (P2: most descriptions have none, and every
+# other volatile pattern needs one).
+_HOURS_WITHOUT_DIGITS = re.compile(_DAY_RANGES, _I)
+_DIGIT = re.compile(r"\d")
 # Stock is a count or an availability claim; "stock" as a returned field is not.
 _STOCK_COUNT = re.compile(
     r"\bquedan\s+(?:s[óo]lo\s+)?\d+|\b\d+\s+(?:unidades|existencias)\b|\bonly\s+\d+\s+left\b"
@@ -141,11 +148,12 @@ def sentences(text: str) -> list[str]:
 def volatile_data(text: str) -> list[str]:
     """The kinds of volatile data found ("price", "hours", "stock"), in that order."""
     kinds = []
-    if _PRICE.search(text):
+    digits = _DIGIT.search(text) is not None
+    if digits and _PRICE.search(text):
         kinds.append("price")
-    if _HOURS.search(text):
+    if (_HOURS if digits else _HOURS_WITHOUT_DIGITS).search(text):
         kinds.append("hours")
-    if _STOCK_COUNT.search(text) or _stock_claim(text):
+    if (digits and _STOCK_COUNT.search(text)) or _stock_claim(text):
         kinds.append("stock")
     return kinds
 
@@ -241,7 +249,8 @@ _LENGTH_HINT = _("Say in one or two sentences what the tool does and when not to
 
 def _check_shape(description: str) -> list[Finding]:
     parts = sentences(description)
-    guidance = [s for s in parts if _WHEN_NOT.search(s) or _WHEN_TO.search(s)]
+    when_not = {s for s in parts if _WHEN_NOT.search(s)}
+    guidance = [s for s in parts if s in when_not or _WHEN_TO.search(s)]
     what = len(parts) - len(guidance)
     findings = []
     if what == 0 or what > 2 or len(guidance) > 2:
@@ -252,7 +261,7 @@ def _check_shape(description: str) -> list[Finding]:
                 _("Use one or two sentences for what the tool does, and a short one for when not to use it."),
             )
         )
-    if not any(_WHEN_NOT.search(s) for s in guidance):
+    if not when_not:
         findings.append(
             warning(
                 "C2",

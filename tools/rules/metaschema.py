@@ -81,8 +81,22 @@ UNDECIDED = METASCHEMA_KEYWORDS - _DECIDED
 MAX_DEPTH = 32
 
 
+# How the walk decides each metaschema keyword's value (the first group a keyword is in wins).
+_ONE, _MAP, _LIST, _STRING, _NUMBER, _COUNT, _BOOLEAN, _ARRAY, _TYPE, _REQUIRED, _MULTIPLE, _FREE, _UNDECIDED = range(13)
+_GROUPS = (
+    (_ONE, _ONE_SCHEMA), (_MAP, _SCHEMA_MAPS), (_LIST, _SCHEMA_LISTS), (_STRING, _STRINGS), (_NUMBER, _NUMBERS),
+    (_COUNT, _COUNTS), (_BOOLEAN, _BOOLEANS), (_ARRAY, _ARRAYS), (_TYPE, ("type",)), (_REQUIRED, ("required",)),
+    (_MULTIPLE, ("multipleOf",)), (_FREE, _ANYTHING),
+)
+_KIND = {
+    keyword: next((kind for kind, keywords in _GROUPS if keyword in keywords), _UNDECIDED)
+    for keyword in METASCHEMA_KEYWORDS
+}
+
+
 def plainly_valid(schema) -> bool:
-    """True when `schema` is certainly valid against the 2020-12 metaschema; False: not sure."""
+    """True when `schema` is certainly valid against the 2020-12 metaschema; False: not sure.
+    One table lookup per keyword: certification walks every subschema of 10,000 schemas (P2)."""
     stack = [(schema, 0)]
     while stack:
         node, depth = stack.pop()
@@ -90,50 +104,48 @@ def plainly_valid(schema) -> bool:
             continue
         if type(node) is not dict or depth > MAX_DEPTH:
             return False
-        subschemas: list = []
+        below = depth + 1
         for keyword, value in node.items():
-            if keyword not in METASCHEMA_KEYWORDS:
+            kind = _KIND.get(keyword)
+            if kind is None:
                 continue  # the metaschema says nothing about it
-            if not _value_fits(keyword, value, subschemas):
+            if kind == _ONE:
+                stack.append((value, below))
+            elif kind == _MAP:
+                if type(value) is not dict:
+                    return False
+                stack.extend((subschema, below) for subschema in value.values())
+            elif kind == _LIST:
+                if type(value) is not list or not value:
+                    return False
+                stack.extend((subschema, below) for subschema in value)
+            elif not _value_fits(kind, value):
                 return False
-        stack.extend((subschema, depth + 1) for subschema in subschemas)
     return True
 
 
-def _value_fits(keyword: str, value, subschemas: list) -> bool:
-    """Whether `value` is certainly valid for `keyword`; its subschemas go to `subschemas`."""
-    kind = type(value)
-    if keyword in _ONE_SCHEMA:
-        subschemas.append(value)
-    elif keyword in _SCHEMA_MAPS:
-        if kind is not dict:
-            return False
-        subschemas.extend(value.values())
-    elif keyword in _SCHEMA_LISTS:
-        if kind is not list or not value:
-            return False
-        subschemas.extend(value)
-    elif keyword in _STRINGS:
-        return kind is str
-    elif keyword in _NUMBERS:
-        return kind is int or kind is float
-    elif keyword in _COUNTS:
-        return kind is int and value >= 0
-    elif keyword in _BOOLEANS:
-        return kind is bool
-    elif keyword in _ARRAYS:
-        return kind is list
-    elif keyword == "type":
-        if kind is str:
+def _value_fits(kind: int, value) -> bool:
+    """Whether `value` is certainly valid for a keyword of `kind` that holds no subschema."""
+    kind_of_value = type(value)
+    if kind == _STRING:
+        return kind_of_value is str
+    if kind == _TYPE:
+        if kind_of_value is str:
             return value in _SIMPLE_TYPES
-        return kind is list and bool(value) and _unique_strings(value) and all(item in _SIMPLE_TYPES for item in value)
-    elif keyword == "required":
-        return kind is list and _unique_strings(value)
-    elif keyword == "multipleOf":
-        return (kind is int or kind is float) and value > 0
-    elif keyword not in _ANYTHING:
-        return False  # a metaschema keyword left to jsonschema
-    return True
+        return kind_of_value is list and bool(value) and _unique_strings(value) and all(item in _SIMPLE_TYPES for item in value)
+    if kind == _NUMBER:
+        return kind_of_value is int or kind_of_value is float
+    if kind == _COUNT:
+        return kind_of_value is int and value >= 0
+    if kind == _BOOLEAN:
+        return kind_of_value is bool
+    if kind == _ARRAY:
+        return kind_of_value is list
+    if kind == _REQUIRED:
+        return kind_of_value is list and _unique_strings(value)
+    if kind == _MULTIPLE:
+        return (kind_of_value is int or kind_of_value is float) and value > 0
+    return kind == _FREE  # a metaschema keyword left to jsonschema: not sure
 
 
 def _unique_strings(items: list) -> bool:

@@ -83,7 +83,8 @@ def effective_definition(definition: dict, *, overlay: dict | None, compatible: 
         notes += _close_input_schema(effective)
     if suggested:
         meta[SUGGESTED_KEY] = suggested
-    if meta:
+    if meta and meta != effective.get("_meta"):
+        # Equal `_meta` stays the server's own object: the definition is then visibly unchanged.
         effective["_meta"] = meta
     return effective, notes
 

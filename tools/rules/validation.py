@@ -24,8 +24,11 @@ without jsonschema; anything else, and every error, is jsonschema's). The keywor
 functions: no network, no database.
 """
 
+import hashlib
 import json
+import threading
 import warnings
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import islice
@@ -116,7 +119,10 @@ def schema_error(schema) -> str | None:
 def _schema_error(key: str) -> str | None:
     # Keyed by the canonical JSON: schemas repeat across tools and across syncs of the same
     # catalog, and re-certifying an unchanged one is free.
-    schema = json.loads(key)
+    return _error_of(json.loads(key))
+
+
+def _error_of(schema) -> str | None:
     cls = validator_class(schema)
     if cls is Draft202012Validator and plainly_valid(schema):
         return None  # what jsonschema would say, decided without it (metaschema.py)
@@ -162,9 +168,69 @@ class _Prepared:
 def schema_check(schema) -> tuple[str | None, tuple[SchemaProblem, ...]]:
     """`schema_error(schema)` and, when it is None, `schema_problems(schema)`, serialising the
     schema once for both (certification asks both of every tool's two schemas, P2)."""
-    key = _canonical(schema)
-    error = "not a JSON object" if not isinstance(schema, dict) else "not JSON" if key is None else _schema_error(key)
-    return error, (() if error else _prepare(key).problems)
+    return SCHEMA_CHECKS.check(schema)
+
+
+class SchemaChecks:
+    """The answers of `schema_check`, kept for at most `size` schemas (the least recently used
+    goes first), each under the SHA-256 of its canonical JSON: any change to a schema is another
+    key, so a changed schema is always checked again.
+
+    A sync certifies both schemas of every new or changed tool: 10,000 schemas for a 5,000-tool
+    server, and a re-sync that changed descriptions brings the same schemas back. The answer
+    depends on the schema alone, so it is reused; kept by digest, not by text, an entry costs
+    about 200 bytes however large the schema (P2). Safe to share between threads."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._answers: OrderedDict[bytes, tuple] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._answers.clear()
+
+    def check(self, schema) -> tuple[str | None, tuple[SchemaProblem, ...]]:
+        if not isinstance(schema, dict):
+            return "not a JSON object", ()
+        key = _canonical(schema)
+        if key is None:
+            return "not JSON", ()
+        digest = self._digest(key)
+        with self._lock:
+            answer = self._answers.get(digest)
+            if answer is not None:
+                self._answers.move_to_end(digest)
+                return answer
+        answer = _check(key)
+        with self._lock:
+            self._answers[digest] = answer
+            while len(self._answers) > self.size:
+                self._answers.popitem(last=False)
+        return answer
+
+
+    @staticmethod
+    def _digest(schema) -> bytes:
+        """The key of `schema` (or of its canonical JSON)."""
+        key = schema if isinstance(schema, str) else _canonical(schema)
+        return hashlib.sha256(key.encode()).digest()
+
+
+def _check(key: str) -> tuple[str | None, tuple[SchemaProblem, ...]]:
+    # One parse for both questions, and no private copy: nothing here changes the schema.
+    schema = json.loads(key)
+    error = _error_of(schema)
+    if error:
+        return error, ()
+    return None, _walk(schema, key, validator_class(schema))[1]
+
+
+# Two schemas a tool, for servers of up to ASIXTO_MAX_TOOLS_PER_SERVER (5,000) tools: a few MB.
+SCHEMA_CHECKS = SchemaChecks(size=20_000)
 
 
 def schema_problems(schema) -> tuple[SchemaProblem, ...]:
@@ -220,6 +286,20 @@ def _canonical(schema) -> str | None:
 def _prepare(key: str) -> _Prepared:
     schema = json.loads(key)  # a private copy: `$schema` is removed from it below
     cls = validator_class(schema)
+    nodes, problems = _walk(schema, key, cls)
+    if nodes is None:
+        return _Prepared(cls, {}, problems)
+    for node in nodes:
+        # jsonschema picks the class of every subschema it descends into by its `$schema`, which
+        # would swap our RE2 keywords for the stock ones; the dialect was chosen from the root.
+        if isinstance(node.get("$schema"), str):
+            del node["$schema"]
+    return _Prepared(cls, schema, problems)
+
+
+def _walk(schema: dict, key: str, cls) -> tuple[list[dict] | None, tuple[SchemaProblem, ...]]:
+    """Every subschema of `schema` (`key`: its canonical JSON) and what makes it unusable; no
+    subschemas (None) when it is too deep to walk."""
     try:
         if any(f'"{keyword}"' in key for keyword in _REF_KEYWORDS):
             nodes, problems = _walk_with_refs(schema, specification_with(cls.ID_OF(cls.META_SCHEMA)))
@@ -227,14 +307,9 @@ def _prepare(key: str) -> _Prepared:
             # Most schemas hold no reference: a plain walk over the keywords, five times faster (P2).
             nodes, problems = _subschemas(schema), []
     except RecursionError:
-        return _Prepared(cls, {}, (SchemaProblem(INVALID, "nested too deeply"),))
+        return None, (SchemaProblem(INVALID, "nested too deeply"),)
     problems += _keyword_problems(nodes)
-    for node in nodes:
-        # jsonschema picks the class of every subschema it descends into by its `$schema`, which
-        # would swap our RE2 keywords for the stock ones; the dialect was chosen from the root.
-        if isinstance(node.get("$schema"), str):
-            del node["$schema"]
-    return _Prepared(cls, schema, tuple(dict.fromkeys(problems)))
+    return nodes, tuple(dict.fromkeys(problems))
 
 
 # Keywords whose values are subschemas (every dialect's), for the walk of a schema without `$ref`.

@@ -94,15 +94,19 @@ _CAMEL_OR_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 def fold(word: str) -> str:
     """Lower-case and strip accents so "Añadir" and "anadir" compare equal."""
-    decomposed = unicodedata.normalize("NFKD", word.lower())
+    return _without_accents(word.lower())
+
+
+def _without_accents(text: str) -> str:
+    if text.isascii():
+        return text  # NFKD leaves ASCII as it is, and it has no combining marks (P2: most names)
+    decomposed = unicodedata.normalize("NFKD", text)
     return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def name_words(name: str) -> list[str]:
     """Words of a tool name, whether snake_case, kebab-case or camelCase."""
-    decomposed = unicodedata.normalize("NFKD", name)
-    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return [w.lower() for w in _CAMEL_OR_WORD.findall(plain)]
+    return [w.lower() for w in _CAMEL_OR_WORD.findall(_without_accents(name))]
 
 
 def phrase_words(phrase: str) -> list[str]:
