@@ -110,6 +110,9 @@ CASCADE_LOW, CASCADE_HIGH, CASCADE_MARGIN = 0.13, 0.58, 2.0
 FOLLOW_UP_THRESHOLD = 0.5  # a follow-up inherits a request this likely
 ANSWER_SHARE = 0.5  # an answer's own words in its ranking, next to the request it answers for (1.0)
 ANSWER_AGENT = 1.0  # and the agent's reply that asked: the step the agent is taking
+# A yes to the agent's offer is ranked by the offer's question, with these shares of the agent's whole reply and
+# of the customer's own words (when there are more than a yes).
+OFFER_REPLY, OFFER_OWN = 0.3, 0.5
 
 @dataclass
 class GateResult:
@@ -446,7 +449,14 @@ def _decided(index: CatalogIndex, messages: list[dict], *, cascade: bool) -> Gat
             (offered and question.signals.kind.max() > 0) or tool_probability(question) >= FOLLOW_UP_THRESHOLD)
         offer = question if names_action else reply
         if offer is not None and (names_action or tool_probability(offer) >= FOLLOW_UP_THRESHOLD):
-            return GateResult(True, _ranked(index, [(1.0, offer)]), reason="agrees to the agent's offer", follow_up=True,
+            # An offer in pronouns ("¿Quieres que lo solicite?", "Would you like me to check its status?") names its
+            # object earlier in the reply; a yes with words of its own ("sí, agrégala solo a la ida") names it too.
+            parts = [(1.0, offer)]
+            if offer is question and OFFER_REPLY:
+                parts.append((OFFER_REPLY, reply))
+            if current.words > 2 and OFFER_OWN:
+                parts.append((OFFER_OWN, current))
+            return GateResult(True, _ranked(index, parts), reason="agrees to the agent's offer", follow_up=True,
                               probability=tool_probability(offer), acts=offer.signals.acts)
         # Nothing offered: a bare "sí" is small talk below; "si tengo algún saldo pendiente" ("whether I have…",
         # the same letters) answers "¿qué te gustaría revisar?" with a request of its own.

@@ -125,3 +125,18 @@ def test_the_router_picking_an_acting_tool_for_a_question_leaves_the_turn_unrout
     with serve_asgi(model.app()) as url:
         route, record = route_message(cards=GYM, conversation=said(question), endpoint=Endpoint(f"{url}/v1", "router"))
     assert route is None and record["outcome"] == "acting tool held back", record
+
+
+@pytest.mark.parametrize("conversation, offered", [
+    ([("user", "¿qué clases de yoga hay el jueves?"),
+      ("assistant", "El jueves hay yoga a las 7 y a las 19 h, con cupos libres en las dos. ¿Quieres que te la reserve?"),
+      ("user", "sí, la de las 7")], "reservar_clase"),
+    ([("user", "¿cuánto debo?"),
+      ("assistant", "Tienes una cuota pendiente de $39.900 que vence el viernes. ¿Quieres que la cobre ya con tu tarjeta guardada?"),
+      ("user", "dale, cóbrala")], "pagar_cuota"),
+])
+def test_a_yes_to_an_offer_in_pronouns_takes_the_offered_action(gym, conversation, offered):
+    """R6, issue 18: "¿Quieres que te la reserve?" names its object earlier in the agent's reply, and the customer's
+    yes may name it too ("cóbrala"): the offer is ranked with both, on a business in no development file."""
+    result = check(gym, [{"role": role, "content": text} for role, text in conversation])
+    assert result.reason == "agrees to the agent's offer" and result.best == offered, result
