@@ -4,7 +4,9 @@ that documents, on every operation, the failures it can answer, all with one `Er
 
 What every operation of a kind answers is derived here from the operation itself: 401 and 403
 where a key is needed, 404 where the path names an object, 400 where a body or a filter is read,
-413 and 415 where a body is read, and 503 on all (the database down: asixto.views.server_error).
+413 and 415 where a body is read; on all, 406 (an `Accept` header naming no type the operation
+answers with: DRF's content negotiation refuses it before anything else, always as JSON) and 503
+(the database down: asixto.views.server_error).
 What only some views answer (409, 429, 502, 503) they declare
 themselves with `extend_schema(responses={...: OpenApiResponse(description=...)})`; this hook
 gives those the `Error` body too."""
@@ -47,6 +49,7 @@ DESCRIPTIONS = {
     "401": "No API key, an unknown or revoked one (`not_authenticated`), or an expired one (`key_expired`).",
     "403": "The key's scope does not allow this operation (`permission_denied`).",
     "404": "No such object in this tenant (`not_found`).",
+    "406": "The `Accept` header names no type this operation answers with (`not_acceptable`); the body is JSON.",
     "413": "The request body is larger than the limit (`payload_too_large`).",
     "415": "The body is not JSON (`unsupported_media_type`).",
     "503": "The database is briefly unavailable (`unavailable`); nothing was stored. Retry after `Retry-After` seconds.",
@@ -65,11 +68,15 @@ def _error_statuses(operation):
         statuses.append("400")
     if has_body:
         statuses += ["413", "415"]
-    return [*statuses, "503"]  # any request, when the database does not answer (asixto.views.server_error)
+    # Any request: an Accept header no renderer of the view serves (checked first, whatever the key),
+    # and the database not answering (asixto.views.server_error).
+    return [*statuses, "406", "503"]
 
 
-def _error_content(operation):
+def _error_content(operation, status):
     content = {"application/json": {"schema": {"$ref": f"#/components/schemas/{ERROR_COMPONENT}"}}}
+    if status == "406":
+        return content  # what the client accepts matched no renderer: DRF answers with the first, JSON
     success = next((response for code, response in operation["responses"].items() if code.startswith("2")), {})
     if "text/event-stream" in success.get("content", {}):
         # Asked for as a stream, a failure before the stream starts is one `error` event with the same body.
@@ -87,6 +94,6 @@ def document_error_responses(result, generator, request, public):
                 responses.setdefault(status, {"description": DESCRIPTIONS[status]})
             for status, response in responses.items():
                 if status[0] in "45" and "content" not in response:
-                    response["content"] = _error_content(operation)
+                    response["content"] = _error_content(operation, status)
             operation["responses"] = dict(sorted(responses.items()))
     return result

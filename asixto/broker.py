@@ -2,8 +2,17 @@
 channel (and connection pool) instead of a new one for every message it delivers and every
 acknowledgement. kombu builds a fresh `redis.Redis` for each, and redis-py fills a few hundred
 response callbacks into every new client: about a tenth of a worker's CPU per turn (P4). The
-client is safe to share between threads: each command takes a connection from the pool."""
+client is safe to share between threads: each command takes a connection from the pool.
 
+It also keeps a worker alive through a Redis restart (issue 19, tests/test_broker_restart.py).
+When the broker connection breaks, Celery collects it (kombu detaches the channel's transport from
+its connection) and then closes it; a channel whose first close was cut short by the broken socket
+is closed again then, and gives its unacknowledged messages back, which needs a new Redis pool built
+from the detached transport: an AttributeError that Celery does not recover from, so the worker
+ended (with status 0). Here that is a connection error, which Celery recovers from by connecting
+again; the messages stay in Redis's unacknowledged set and come back after the visibility timeout."""
+
+import redis
 from kombu.transport import redis as kombu_redis
 
 
@@ -17,6 +26,11 @@ class Channel(kombu_redis.Channel):
         if cached is None or cached[0] is not pool:
             cached = self._client_of_pool = (pool, super()._create_client())
         return cached[1]
+
+    def _connparams(self, asynchronous=False):
+        if self.connection.client is None:  # the transport was detached: the connection is gone
+            raise redis.ConnectionError("the broker connection was closed")
+        return super()._connparams(asynchronous=asynchronous)
 
 
 class Transport(kombu_redis.Transport):

@@ -1,5 +1,6 @@
 """The Celery app. tenant-schemas-celery stamps each task with the schema it was sent from, and
-the worker runs it in that schema (T1).
+the worker runs it in that schema (T1), or not at all: a task whose tenant cannot be read is sent
+again later (`Task`), never run in another schema.
 
 Call records (G9) are stored by a writer thread in each process. A prefork child leaves through
 `os._exit`, which skips `atexit`, so the worker flushes them itself: at the end of every task
@@ -36,6 +37,7 @@ from celery.signals import (
     worker_shutdown,
 )
 from tenant_schemas_celery.app import CeleryApp, get_schema_name_from_task
+from tenant_schemas_celery.task import TenantTask
 
 from asixto import log_context
 from asixto.process import make_non_dumpable
@@ -44,7 +46,37 @@ make_non_dumpable()
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "asixto.settings")
 
-app = CeleryApp("asixto")
+
+class Task(TenantTask):
+    """tenant-schemas-celery switches a task to its tenant's schema in a `task_prerun` handler that
+    reads the tenant's row, and Celery only logs a handler's error: with PostgreSQL unreachable just
+    then, the task ran on in the public schema (issue 19, tests/runtime/test_worker_database_down.py).
+    The switch is made sure of here, where an error is the task's: the row read again, and on a
+    database error the task sent again after ASIXTO_TURN_RETRY_SECONDS (at most
+    ASIXTO_TURN_TRANSIENT_RUNS times; the sweeps do the rest)."""
+
+    abstract = True
+
+    def __call__(self, *args, **kwargs):
+        from django.conf import settings
+        from django.db import InterfaceError, OperationalError, connections
+
+        schema = get_schema_name_from_task(self, kwargs)
+        databases = self.get_tenant_databases()
+        if schema and any(connections[name].schema_name != schema for name in databases):
+            try:
+                tenant = self.get_tenant_for_schema(schema_name=schema)
+            except (OperationalError, InterfaceError) as exc:
+                for name in databases:
+                    connections[name].close()  # a broken connection is not reused
+                raise self.retry(exc=exc, countdown=settings.ASIXTO_TURN_RETRY_SECONDS,
+                                 max_retries=settings.ASIXTO_TURN_TRANSIENT_RUNS) from exc
+            for name in databases:
+                connections[name].set_tenant(tenant, include_public=True)
+        return super().__call__(*args, **kwargs)
+
+
+app = CeleryApp("asixto", task_cls=Task)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 

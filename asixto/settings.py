@@ -370,7 +370,8 @@ ASIXTO_TURN_LEASE_RENEW_SECONDS = envint("ASIXTO_TURN_LEASE_RENEW_SECONDS", 20)
 # A queued turn no worker picked up after this long is sent again (see runtime.tasks).
 ASIXTO_TURN_RESEND_SECONDS = envint("ASIXTO_TURN_RESEND_SECONDS", 300)
 # A turn cut short by a passing database, Redis or broker failure runs again after this many
-# seconds, up to ASIXTO_TURN_TRANSIENT_RUNS runs in all, instead of failing (issue 19).
+# seconds, up to ASIXTO_TURN_TRANSIENT_RUNS runs in all, instead of failing (issue 19); so is any
+# task whose tenant could not be read as it started (asixto/celery.py).
 ASIXTO_TURN_RETRY_SECONDS = envint("ASIXTO_TURN_RETRY_SECONDS", 5)
 ASIXTO_TURN_TRANSIENT_RUNS = envint("ASIXTO_TURN_TRANSIENT_RUNS", 5)
 # Webhooks: the pause before each retry of a failed delivery (seconds; one retry per entry), and

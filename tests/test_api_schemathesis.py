@@ -16,7 +16,9 @@ seconds). The tenant has no server, tool or turn, so the operations that would d
 (a server's sync, resources and prompts, a tool's probe and invoke, a turn's event stream) answer
 404 for the ids schemathesis makes up; a queued sync or turn is sent only on commit, which a
 rolled-back test never reaches; the model test answers `model_not_configured` at once, as the
-tenant has no model endpoint. `ASIXTO_SCHEMATHESIS_EXAMPLES` raises the examples per operation."""
+tenant has no model endpoint. `ASIXTO_SCHEMATHESIS_EXAMPLES` raises the examples per operation.
+One more test asks every operation, once, for a type no operation answers with (`Accept`): its 406
+must be documented too."""
 
 import os
 
@@ -26,6 +28,7 @@ from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from hypothesis import HealthCheck, Phase, settings
+from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -87,3 +90,23 @@ def test_every_operation_answers_what_it_documents_to_an_admin_key(case, alpha, 
 def test_every_operation_answers_what_it_documents_to_a_channel_key(case, alpha, wsgi_app):
     """A1, A4, T3: with a channel key, the same (the admin operations answer a documented 403)."""
     call_and_validate(case, app=wsgi_app, key=alpha.channel_key)
+
+
+# An Accept header the API cannot serve: DRF's content negotiation answers 406 before anything else
+# (authentication included), in the Error body as JSON. Valid requests only: a made-up id that is not
+# a UUID matches no URL pattern, a 404 before any view runs.
+UNSERVED_ACCEPT = "application/xml"
+valid_requests = schemathesis.openapi.from_dict(generated_schema())
+valid_requests.config.generation.update(modes=[GenerationMode.POSITIVE])
+
+
+@valid_requests.parametrize()
+@settings(max_examples=1, derandomize=True, database=None, deadline=None, phases=[Phase.explicit, Phase.generate],
+          suppress_health_check=list(HealthCheck))
+def test_every_operation_documents_its_answer_to_an_accept_header_it_cannot_serve(case, alpha, wsgi_app):
+    """A1, A4, issue 19 ("every status code the API returns"): asked for a type it does not answer
+    with, every operation answers a documented 406 (`not_acceptable`) with the Error body as JSON."""
+    response = case.call_and_validate(app=wsgi_app, checks=CHECKS,
+                                      headers={"Authorization": f"Bearer {alpha.admin_key}", "Accept": UNSERVED_ACCEPT})
+    assert response.status_code == 406, (case.method, case.path, response.status_code)
+    assert response.json()["error"]["code"] == "not_acceptable"
