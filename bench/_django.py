@@ -1,7 +1,9 @@
 """Start Django for a benchmark on a database of its own, dropped (WITH FORCE) and recreated each run:
 `ASIXTO_BENCH_DATABASE`, else `asixto_bench_<script>`. Only names that start with `asixto_bench`
-are ever dropped, so a benchmark cannot take the platform's database or a test database with it."""
+are ever dropped, so a benchmark cannot take the platform's database or a test database with it.
+The process that made it drops it again as it exits (`ASIXTO_BENCH_KEEP=1` keeps it to look into)."""
 
+import atexit
 import os
 import sys
 from pathlib import Path
@@ -22,6 +24,17 @@ def bench_database(suffix=""):
     return name + suffix
 
 
+def _drop(admin_url, database):
+    from django.db import connections
+
+    connections.close_all()
+    try:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    except psycopg.Error as exc:  # the next run drops it anyway
+        print(f"could not drop the benchmark database {database}: {exc}", file=sys.stderr)
+
+
 def setup(database=None):
     database = database or bench_database()
     if not database.startswith(BENCH_PREFIX):
@@ -31,6 +44,8 @@ def setup(database=None):
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{database}"')
+    if os.environ.get("ASIXTO_BENCH_KEEP") != "1":
+        atexit.register(_drop, admin_url, database)
     os.environ["DATABASE_URL"] = base.rsplit("/", 1)[0] + "/" + database
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "asixto.settings")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
