@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from tests.support.threads import on_threads
 from tools.mcp.shared_loop import Closed, SharedLoop
 
 CEILING = 60.0
@@ -89,25 +90,15 @@ def test_many_threads_each_get_every_answer(shared):
     """Issue 22: 32 threads run 20 coroutines each at once, some done at once, some after a turn
     or a timer: every one is answered (no thread is left waiting for a loop nobody runs), each
     with its own result."""
-    errors, answers = [], []
-
     async def echo(value, pause):
         if pause is not None:
             await asyncio.sleep(pause)
         return value
 
     def caller(number):
-        try:
-            for step in range(20):
-                pause = (None, 0, 0.001)[(number + step) % 3]  # none, one turn of the loop, a timer
-                answers.append(shared.run(echo((number, step), pause), CEILING))
-        except Exception as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        pauses = [(None, 0, 0.001)[(number + step) % 3] for step in range(20)]  # none, one turn of the loop, a timer
+        return [shared.run(echo((number, step), pause), CEILING) for step, pause in enumerate(pauses)]
 
-    threads = [threading.Thread(target=caller, args=(number,)) for number in range(32)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(CEILING * 2)
+    answers, errors = on_threads(caller, count=32, ceiling=CEILING * 2)
     assert not errors
     assert sorted(answers) == [(number, step) for number in range(32) for step in range(20)]

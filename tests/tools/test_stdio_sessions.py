@@ -20,6 +20,7 @@ from django.db import connection
 
 from tenants.models import ApprovedCommand
 from tests.support.faults import MODERN_DISCOVER
+from tests.support.threads import on_threads
 from tests.tools.gateway_support import certified_tool, context
 from tools.gateway import call_tool
 from tools.mcp import McpError, ServerTarget, stdio_pool
@@ -224,19 +225,7 @@ def test_calls_from_several_threads_run_at_once_on_one_session(pools):
     flight together, so the answers prove the session multiplexes them (one child, one pid)."""
     pool = pools()
     pid_of(pool)  # started
-    answers, errors = [], []
-
-    def one():
-        try:
-            answers.append(pid_of(pool, consulta="reunion:4"))
-        except Exception as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=one) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(CEILING * 2)
+    answers, errors = on_threads(lambda _number: pid_of(pool, consulta="reunion:4"), count=4, ceiling=CEILING * 2)
     assert not errors and len(answers) == 4 and len(set(answers)) == 1
 
 
@@ -365,17 +354,5 @@ def test_many_threads_calling_at_once_share_the_session_loop(pools):
     that ran the loop has its own answer and stops running it."""
     pool = pools()
     first = pid_of(pool)
-    answers, errors = [], []
-
-    def calls():
-        try:
-            answers.extend(pid_of(pool) for _ in range(5))
-        except Exception as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=calls) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(CEILING * 2)
+    answers, errors = on_threads(lambda _number: [pid_of(pool) for _ in range(5)], count=8, ceiling=CEILING * 2)
     assert not errors and answers == [first] * 40
