@@ -13,6 +13,7 @@ Grammar, never a business's objects: no noun is named here.
 """
 
 import re
+from functools import lru_cache
 
 from runtime.routing.language import text_language
 
@@ -93,6 +94,7 @@ def _verb_after(words: list[str], start: int) -> tuple[str, int] | None:
     return None
 
 
+@lru_cache(maxsize=1024)  # read by the action combination and by the gate, for the same message
 def governed(plain: str) -> str | None:
     """"know", "act" or None: what the verbs a request governs ask for (any act wins over knowing, as
     "quería saber si me pueden cambiar el asiento" asks to change it)."""

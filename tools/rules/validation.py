@@ -212,7 +212,6 @@ class SchemaChecks:
                 self._answers.popitem(last=False)
         return answer
 
-
     @staticmethod
     def _digest(schema) -> bytes:
         """The key of `schema` (or of its canonical JSON)."""
