@@ -81,7 +81,6 @@ class ModelError(Exception):
 UNSENT = frozenset({"model_not_configured", "model_refused"})
 
 
-
 def _timeout(deadline_seconds: float) -> httpx.Timeout:
     return httpx.Timeout(
         connect=settings.ASIXTO_MODEL_CONNECT_TIMEOUT, read=deadline_seconds, write=deadline_seconds, pool=deadline_seconds

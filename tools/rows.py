@@ -94,27 +94,22 @@ def _recordset(fields) -> str:
 
 
 def _document(fields, objects, encoded: dict[int, str] | None = None) -> str:
-    """The rows as one JSON array. A JSON field's value is encoded once however many rows and
-    columns hold that very object (a tool's definition and server definition usually are one),
-    and not at all when `encoded` has its text: a sync has just serialised every definition it
-    read (P2). JSON object key order is free: the columns are jsonb."""
+    """The rows as one JSON array. A JSON field's value is not encoded again when `encoded` has its
+    text: a sync has just serialised every definition it read (P2); a value two fields of a row
+    share is sent once already (`_by_copies`). JSON object key order is free: the columns are jsonb."""
     json_fields = [field for field in fields if isinstance(field, models.JSONField)]
     if not json_fields:
         return _ENCODE([{field.column: getattr(obj, field.attname) for field in fields} for obj in objects])
     others = [field for field in fields if field not in json_fields]
-    texts = dict(encoded or {})
+    texts = encoded or {}
     keys = [_ENCODE(field.column) for field in json_fields]
     rows = []
     for obj in objects:
         columns = []
         for key, field in zip(keys, json_fields):
             value = getattr(obj, field.attname)
-            text = texts.get(id(value))
-            if text is None:
-                text = _ENCODE(value)
-                if isinstance(value, (dict, list)):  # alive in `objects` for the whole call: its id stays its own
-                    texts[id(value)] = text
-            columns.append(f"{key}:{text}")
+            text = texts.get(id(value)) if isinstance(value, (dict, list)) else None
+            columns.append(f"{key}:{_ENCODE(value) if text is None else text}")
         plain = _ENCODE({field.column: getattr(obj, field.attname) for field in others})
         rows.append("{" + ",".join(columns) + ("," + plain[1:] if len(plain) > 2 else "}"))
     return "[" + ",".join(rows) + "]"
