@@ -57,6 +57,10 @@ PROBE_L2 = 10.0  # the probes' penalty (512 inputs)
 ACTION_L2 = 1.0  # the action combination's penalty (a few inputs)
 MAX_CASCADE_ERRORS = 0.02  # share of dev items the cheap gate may decide wrongly on its own
 FIT_RANKER = True
+# Stand-alone messages of other businesses, labelled without a catalog (`probe_corpus/*.jsonl`: does it need the
+# company's systems, and does it ask to change something), added to the probes' fits: "business" weighs each of
+# their businesses as a domain, "one" all of them as one domain, "off" leaves them out.
+CORPUS = "off"
 # Top-1/top-2 score margins the cascade band may ask for (scores are in the fitted weights' units: tens)
 MARGINS = (0.5, 1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0)  # fit the score's weights (else keep gate.py's)
 
@@ -181,7 +185,34 @@ def balanced(groups: list[str], y: np.ndarray) -> np.ndarray:
     return weight * len(weight) / weight.sum()
 
 
+@dataclass
+class CorpusRow:
+    """A message of the probe corpus: what the probes read of a row."""
+
+    domain: str
+    use: np.ndarray
+    needs_tool: bool
+    acts: bool | None
+    alone: bool = True
+
+
+_corpus_cache: dict = {}
+
+
+def corpus_rows() -> list[CorpusRow]:
+    if CORPUS == "off":
+        return []
+    if "rows" not in _corpus_cache:
+        lines = [json.loads(line) for path in sorted((DATA / "probe_corpus").glob("*.jsonl"))
+                 for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        uses = encoder.embed([normalise(line["text"]) or line["text"] for line in lines])
+        _corpus_cache["rows"] = [(line, use) for line, use in zip(lines, uses)]
+    return [CorpusRow(f"corpus:{line['business']}" if CORPUS == "business" else "corpus", use, bool(line["system"]),
+                      line["acts"] if line["system"] else None) for line, use in _corpus_cache["rows"]]
+
+
 def fit_probe(rows: list[Row], label) -> tuple[np.ndarray, float]:
+    rows = rows + corpus_rows()
     chosen = [(r, label(r)) for r in rows if r.alone and label(r) is not None]
     x = np.array([r.use for r, _l in chosen])
     y = np.array([float(l) for _r, l in chosen])
