@@ -12,6 +12,10 @@ pool forks): the language detector's model costs more than half a second of CPU,
 first turns would otherwise pay (P3, P4). A worker that is ready records the tool calls a killed
 process of its host left unrecorded (tools/gateway/journal.py).
 
+Every message carries the time it was sent (`SENT_AT_HEADER`, the sender's clock): the periodic
+sweep of stalled turns reads from its own message which turns the queue has already handed out
+(runtime/tasks.py, `requeue_stalled_turns`).
+
 Log lines (issue 21): a task's lines carry its tenant and the trace id of the request that
 queued it (a message header); with ASIXTO_LOG_FORMAT=json the worker and beat log through the
 project's LOGGING (one JSON object a line) instead of Celery's own text format.
@@ -24,6 +28,8 @@ process makes itself non-dumpable (asixto/process.py): stdio MCP servers must no
 
 import logging
 import os
+import time
+from datetime import UTC, datetime
 
 from celery.signals import (
     before_task_publish,
@@ -86,6 +92,22 @@ def _carry_trace(headers=None, **_kwargs):
     trace = log_context.trace_id.get()
     if headers is not None and trace and log_context.TRACE_HEADER not in headers:
         headers[log_context.TRACE_HEADER] = trace
+
+
+SENT_AT_HEADER = "asixto_sent_at"
+
+
+@before_task_publish.connect(dispatch_uid="asixto-sent-at-header")
+def _stamp_sent_at(headers=None, **_kwargs):
+    if headers is not None:
+        headers[SENT_AT_HEADER] = time.time()  # this sending's, also when a retry copies the headers
+
+
+def sent_at(request) -> datetime | None:
+    """When the message of the task running with `request` was sent (None: a message of a sender
+    that stamps none)."""
+    stamp = (request.headers or {}).get(SENT_AT_HEADER) or request.get(SENT_AT_HEADER)
+    return datetime.fromtimestamp(stamp, UTC) if isinstance(stamp, int | float) else None
 
 
 @task_prerun.connect(dispatch_uid="asixto-task-log-context")

@@ -367,7 +367,11 @@ ASIXTO_STREAMS_PER_PROCESS = envint("ASIXTO_STREAMS_PER_PROCESS", max(1, envint(
 # then the lease must outlast the longest wait): a killed worker's turns are taken over after it.
 ASIXTO_TURN_LEASE_SECONDS = envint("ASIXTO_TURN_LEASE_SECONDS", 60)
 ASIXTO_TURN_LEASE_RENEW_SECONDS = envint("ASIXTO_TURN_LEASE_RENEW_SECONDS", 20)
-# A queued turn no worker picked up after this long is sent again (see runtime.tasks).
+# A queued turn that the queue handed out this long before the sweep of stalled turns was sent, and
+# that no worker claimed, lost its task and is sent again (runtime/turn.py, `stalled_turns_mark_resent`):
+# it covers the moment between a worker taking a task and claiming its turn, and the hosts' clocks.
+ASIXTO_TURN_PICKUP_SECONDS = envint("ASIXTO_TURN_PICKUP_SECONDS", 15)
+# ...and whatever the queue says, a queued turn no worker picked up after this long is sent again.
 ASIXTO_TURN_RESEND_SECONDS = envint("ASIXTO_TURN_RESEND_SECONDS", 300)
 # A turn cut short by a passing database, Redis or broker failure runs again after this many
 # seconds, up to ASIXTO_TURN_TRANSIENT_RUNS runs in all, instead of failing (issue 19); so is any
@@ -391,11 +395,12 @@ ASIXTO_CUSTOMER_LANGUAGES = envlist("ASIXTO_CUSTOMER_LANGUAGES", "es,en,pt,fr,it
 
 # The periodic tasks, sent by the one `celery -A asixto beat` process (README, "Scaling out").
 # The sweeps' periods can be shortened (tests/test_scale_out.py): a killed worker's turn is sent
-# again at most ASIXTO_STALLED_SWEEP_SECONDS after its lease runs out.
+# again at most ASIXTO_STALLED_SWEEP_SECONDS after its lease runs out, a turn whose task was lost at
+# most that long after ASIXTO_TURN_PICKUP_SECONDS.
 CELERY_BEAT_SCHEDULE = {
     "sync-all-servers": {"task": "tools.tasks.sync_all_servers", "schedule": envint("ASIXTO_SYNC_INTERVAL_SECONDS", 3600)},
     "requeue-stalled-turns": {"task": "runtime.tasks.requeue_stalled_turns",
-                              "schedule": envint("ASIXTO_STALLED_SWEEP_SECONDS", 60)},
+                              "schedule": envint("ASIXTO_STALLED_SWEEP_SECONDS", 20)},
     # Tool calls a killed process sent and never recorded are recorded (issue 19, tools/gateway/journal.py).
     "recover-interrupted-calls": {"task": "tools.tasks.recover_interrupted_calls", "schedule": 60},
     # Webhook deliveries owed whose task was lost (a broker outage, a worker killed): issue 19.

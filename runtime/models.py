@@ -253,7 +253,8 @@ class WebhookOutbox(models.Model):
     (the turn's reply, a reminder's notice), so no crash, broker or Redis outage between the commit
     and the queueing can lose it. `webhook_send` sends it (its id is the delivery id the receiver
     dedupes on) and books the next attempt; a periodic sweep queues any row that is due and
-    nobody holds. `claimed_until` is the hold of the task sending it; `done_at` ends it."""
+    nobody holds. `claimed_by` (a token) and `claimed_until` are the hold of the task sending it;
+    `done_at` ends it."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     webhook = models.ForeignKey(ChannelWebhook, on_delete=models.CASCADE, related_name="outbox")
@@ -262,6 +263,7 @@ class WebhookOutbox(models.Model):
     attempt = models.PositiveSmallIntegerField(default=1)  # the next attempt's number
     due_at = models.DateTimeField(default=timezone.now)
     claimed_until = models.DateTimeField(null=True, blank=True)
+    claimed_by = models.CharField(max_length=32, blank=True)
     done_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -274,13 +276,18 @@ class WebhookDelivery(models.Model):
     stored when a reminder or follow-up fell due (`reminder.due`, `follow_up.due`: `message` is
     the notice, `turn` the turn that scheduled it). The attempts of one delivery share
     `delivery_id` (sent as `X-Asixto-Delivery`, so the receiver can drop a repeat). A failure is
-    kept as a code and parameters and shown in the reader's language (A3, runtime/webhook_errors.py)."""
+    kept as a code and parameters and shown in the reader's language (A3, runtime/webhook_errors.py).
+    An attempt is stored `sending` before it is sent, so every attempt a receiver saw has its
+    record; one whose sender ended before storing the answer (killed, PostgreSQL away for long)
+    becomes `interrupted` when the delivery is taken up again (runtime/webhooks.py)."""
 
     class Outcome(models.TextChoices):
         DELIVERED = "delivered", _("delivered")
         RETRYING = "retrying", _("failed, will retry")
         FAILED = "failed", _("failed")
         REFUSED = "refused", _("refused by the outbound rules")
+        SENDING = "sending", _("sending")
+        INTERRUPTED = "interrupted", _("no answer recorded")
 
     id = models.BigAutoField(primary_key=True)
     webhook = models.ForeignKey(ChannelWebhook, on_delete=models.CASCADE, related_name="deliveries")
@@ -290,7 +297,7 @@ class WebhookDelivery(models.Model):
     delivery_id = models.UUIDField(db_index=True)
     attempt = models.PositiveSmallIntegerField(_("attempt"))
     url = models.URLField(max_length=500)
-    outcome = models.CharField(_("outcome"), max_length=10, choices=Outcome.choices)
+    outcome = models.CharField(_("outcome"), max_length=12, choices=Outcome.choices)
     status_code = models.PositiveSmallIntegerField(_("HTTP status"), null=True, blank=True)
     error_code = models.CharField(_("error"), max_length=40, blank=True)
     error_params = models.JSONField(default=dict, blank=True)

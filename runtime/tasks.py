@@ -3,7 +3,8 @@
 `turn_run` acknowledges late and is rejected (so redelivered) when its worker dies: a turn that
 was cut short runs again, and `turn_execute` resumes it from its stored steps (R10).
 `requeue_stalled_turns` (periodic) sends again the turns whose task never reached a worker or
-whose worker died, sooner than the broker's own redelivery.
+whose worker died, sooner than the broker's own redelivery: it reads from the time its own message
+was sent which turns the queue has handed out (runtime/turn.py, `stalled_turns_mark_resent`).
 `webhook_send` makes one attempt of a delivery owed in the webhook outbox (written with the reply)
 and queues the next one; `webhook_outbox_sweep` (periodic) queues any owed delivery whose task was
 lost. `webhook_deliver` is the older task, kept for deliveries queued before the outbox. Receivers
@@ -12,6 +13,7 @@ drop repeats by `X-Asixto-Delivery`."""
 from celery import shared_task
 from django_tenants.utils import get_tenant_model, tenant_context
 
+from asixto.celery import sent_at
 from runtime import webhooks
 from runtime.turn import stalled_turns_mark_resent, turn_execute
 
@@ -50,11 +52,13 @@ def webhook_outbox_sweep():
                 webhook_send.delay(str(outbox_id))
 
 
-@shared_task(ignore_result=True)
-def requeue_stalled_turns():
+@shared_task(bind=True, ignore_result=True)
+def requeue_stalled_turns(self):
+    """Periodic: send again the turns of every tenant whose task was lost or whose worker died."""
+    sent = sent_at(self.request)
     for tenant in get_tenant_model().objects.exclude(schema_name="public"):
         with tenant_context(tenant):
-            for turn_id in stalled_turns_mark_resent():
+            for turn_id in stalled_turns_mark_resent(sent_at=sent):
                 turn_run.delay(str(turn_id))
 
 

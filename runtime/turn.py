@@ -173,12 +173,23 @@ def _run_again(turn_id, runner):
 
 # ---------------------------------------------------------------- claiming and finishing
 
-def stalled_turns_mark_resent(*, now=None) -> list:
-    """Turns to send to a worker again, marked as resent: queued ones whose task never arrived
-    (the broker was down when they were posted), and running ones whose runner's lease ran out
-    (its worker died). Sending one twice is harmless: only one runner can claim a turn."""
+def stalled_turns_mark_resent(*, now=None, sent_at=None) -> list:
+    """Turns to send to a worker again, marked as resent: queued ones whose task was lost, and
+    running ones whose runner's lease ran out (its worker died). Sending one twice is harmless:
+    only one runner can claim a turn.
+
+    A queued turn's task is lost when the broker was down as it was posted, or when kombu took it
+    off the Redis queue as the connection was cut (the reply to BRPOP never arrived, so it is in
+    neither the queue nor the unacknowledged set: no visibility timeout brings it back). `sent_at`
+    is when the sweep's own message was sent: it went through the same queue, behind every task
+    sent before it, so by the time it runs, a turn queued (or resent) ASIXTO_TURN_PICKUP_SECONDS
+    before it was handed out long enough ago to have been claimed. A turn still waiting in a
+    backlog is behind the sweep's message, and is not sent twice. Without `sent_at` (or should
+    turns go to a queue of their own), a queued turn is sent again after ASIXTO_TURN_RESEND_SECONDS."""
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.ASIXTO_TURN_RESEND_SECONDS)
+    if sent_at is not None:
+        cutoff = max(cutoff, min(sent_at, now) - timedelta(seconds=settings.ASIXTO_TURN_PICKUP_SECONDS))
     not_recently = Q(resent_at__isnull=True) | Q(resent_at__lt=cutoff)
     stalled = Turn.objects.filter(not_recently).filter(
         Q(status=Turn.Status.QUEUED, created_at__lt=cutoff) | Q(status=Turn.Status.RUNNING, lease_expires_at__lt=now)

@@ -22,6 +22,14 @@ every attempt; redirects are never followed; the answer is read up to a cap with
 A network failure, a timeout, 408, 429 and 5xx are retried after ASIXTO_WEBHOOK_RETRY_DELAYS;
 any other answer is final. Every attempt is a `WebhookDelivery` row, its failure kept as a code
 and parameters (runtime/webhook_errors.py) that are shown in the reader's language.
+
+Every attempt the receiver saw has its record (issue 19), whatever happens to the sending process
+or to PostgreSQL: the record is stored `sending` before the POST (no record, no POST), and the
+answer after it, waiting for PostgreSQL if it went away meanwhile (RECORD_WAIT_SECONDS). An
+attempt whose answer was never stored (its process killed) becomes `interrupted` when another task
+takes the delivery up; that one sends the next attempt number. Unlike tool calls (tools/gateway/
+journal.py), nothing is written to a local file first: a webhook is sent off the turn's path, and
+it cannot be claimed without PostgreSQL anyway.
 """
 
 import hashlib
@@ -36,7 +44,7 @@ from datetime import timedelta
 
 import httpx
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
@@ -51,7 +59,7 @@ from runtime.models import ChannelWebhook, Message, Turn, WebhookDelivery, Webho
 from tenants.models import ApiKey
 from tools.mcp.errors import parse_retry_after
 from tenants.outbound import OutboundRefused, check_url, refusal_of
-from tenants.outbound_http import outbound_client
+from tenants.outbound_http import outbound_client, total_deadline
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +68,13 @@ SECRET_PREFIX = "whsec_"
 MAX_ANSWER_BYTES = 16 * 1024  # of the receiver's answer: only its status matters
 MAX_RETRY_AFTER = 3600.0
 RETRYABLE_STATUSES = {408, 429}
+# A task sending an owed delivery holds it for ASIXTO_WEBHOOK_TIMEOUT (which bounds the whole POST)
+# plus this, from its claim and again from the moment the attempt is stored `sending`: the name
+# lookup before the POST (at most 5 s) and a slow moment of a loaded process fit in it. A task killed
+# mid-attempt leaves the delivery to the sweep after that (it was 60 s beyond the timeout).
+HOLD_MARGIN_SECONDS = 15
+# What the receiver answered is stored even if PostgreSQL went away meanwhile: tried for this long.
+RECORD_WAIT_SECONDS = 120
 # The webhook HTTP client: pooled, thread-safe, no cookies, never following a redirect (which would
 # skip the outbound check), connecting only to addresses the outbound rules checked at connect time
 # (M2: a name that rebinds to a private address after the check is refused).
@@ -195,22 +210,40 @@ def outbox_queue(outbox_id) -> None:
     webhook_send.delay(str(outbox_id))
 
 
+@dataclass(frozen=True)
+class Claim:
+    """A task's hold on an owed delivery: the outbox row and the token it wrote there."""
+
+    outbox_id: uuid.UUID
+    token: str
+
+
+def _hold_until():
+    return timezone.now() + timedelta(seconds=settings.ASIXTO_WEBHOOK_TIMEOUT + HOLD_MARGIN_SECONDS)
+
+
 def outbox_send(outbox_id) -> float | None:
     """The task's work: claim the row if it is due and nobody holds it, make its attempt, and book
-    the next one (or end it). Returns the seconds until the next attempt, or None."""
-    now = timezone.now()
-    hold = timedelta(seconds=settings.ASIXTO_WEBHOOK_TIMEOUT + 60)
+    the next one (or end it). Returns the seconds until the next attempt, or None.
+
+    Attempts of this delivery still `sending` were cut short (their task lost its hold): they
+    become `interrupted`, and count among the attempts allowed."""
+    now, token = timezone.now(), uuid.uuid4().hex
     owed = Q(done_at__isnull=True, due_at__lte=now + timedelta(seconds=1)) & (Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
-    if not WebhookOutbox.objects.filter(owed, pk=outbox_id).update(claimed_until=now + hold):
+    if not WebhookOutbox.objects.filter(owed, pk=outbox_id).update(claimed_until=_hold_until(), claimed_by=token):
         return None  # sent, not due yet, or another task holds it
     row = WebhookOutbox.objects.get(pk=outbox_id)
-    delay = deliver(webhook_id=row.webhook_id, delivery_id=str(row.pk), attempt=row.attempt, turn_id=row.turn_id,
-                    message_id=row.message_id)
-    if delay is None:
-        WebhookOutbox.objects.filter(pk=row.pk).update(done_at=timezone.now(), claimed_until=None)
-    else:
-        WebhookOutbox.objects.filter(pk=row.pk).update(attempt=row.attempt + 1, claimed_until=None,
-                                                       due_at=timezone.now() + timedelta(seconds=delay))
+    claim = Claim(row.pk, token)
+    WebhookDelivery.objects.filter(delivery_id=row.pk, outcome=WebhookDelivery.Outcome.SENDING).update(
+        outcome=WebhookDelivery.Outcome.INTERRUPTED)
+    delay = None
+    if row.attempt <= len(settings.ASIXTO_WEBHOOK_RETRY_DELAYS) + 1:
+        delay = deliver(webhook_id=row.webhook_id, delivery_id=str(row.pk), attempt=row.attempt, turn_id=row.turn_id,
+                        message_id=row.message_id, claim=claim)
+    booked = {"done_at": timezone.now()} if delay is None else {"due_at": timezone.now() + timedelta(seconds=delay)}
+    # Only while the hold is this task's: a task that lost it (it took too long) leaves the row to the one that has it.
+    _patiently(lambda: WebhookOutbox.objects.filter(pk=row.pk, claimed_by=claim.token).update(
+        **booked, claimed_until=None, claimed_by=""))
     return delay
 
 
@@ -283,26 +316,34 @@ class Answer:
 
 
 def _post(url: str, body: bytes, headers: dict, deadline: float) -> Answer:
-    """One POST. The receiver's answer is read up to MAX_ANSWER_BYTES and within the deadline,
-    then dropped: a receiver that streams forever or sends gigabytes costs nothing."""
+    """One POST, over within `deadline` seconds however the receiver paces its bytes (every network
+    wait gets at most the time left: the sending task's hold counts on it). The receiver's answer
+    is read up to MAX_ANSWER_BYTES and within the deadline, then dropped: a receiver that streams
+    forever or sends gigabytes costs nothing."""
     started = time.monotonic()
     timeout = httpx.Timeout(deadline, connect=min(deadline, 5.0))
-    with _client.stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
+    with total_deadline(started + deadline), _client.stream("POST", url, content=body, headers=headers,
+                                                            timeout=timeout) as response:
         size = 0
-        for chunk in response.iter_raw():
-            size += len(chunk)
-            if size >= MAX_ANSWER_BYTES or time.monotonic() - started > deadline:
-                break
+        try:
+            for chunk in response.iter_raw():
+                size += len(chunk)
+                if size >= MAX_ANSWER_BYTES or time.monotonic() - started > deadline:
+                    break
+        except httpx.TimeoutException:
+            pass  # the deadline came during the body: the status was the answer
         return Answer(response.status_code, parse_retry_after(response.headers.get("retry-after")),
                       response.headers.get("location", "")[:200])
 
 
 # ---------------------------------------------------------------- delivering
 
-def deliver(*, webhook_id, delivery_id: str, attempt: int, turn_id=None, message_id=None) -> float | None:
+def deliver(*, webhook_id, delivery_id: str, attempt: int, turn_id=None, message_id=None,
+            claim: Claim | None = None) -> float | None:
     """One attempt of a finished turn (`turn_id`) or of a notice (`message_id`), recorded.
     Returns the seconds to wait before the next attempt, or None when this one was final
-    (delivered, refused, a final answer, attempts used up, webhook or subject gone)."""
+    (delivered, refused, a final answer, attempts used up, webhook or subject gone) or not made
+    (the outbox `claim` was lost: its new holder sends it)."""
     webhook = ChannelWebhook.objects.filter(pk=webhook_id).first()
     if webhook is None or not webhook.enabled:
         return None  # deleted or switched off meanwhile: nothing to send, nothing to record
@@ -320,10 +361,10 @@ def deliver(*, webhook_id, delivery_id: str, attempt: int, turn_id=None, message
         subject = {"message": message, "turn_id": item.turn_id}
     record = {"webhook": webhook, "delivery_id": delivery_id, "attempt": attempt, "url": webhook.url,
               "event": body["event"], **subject}
-    return _attempt(webhook, record, json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode())
+    return _attempt(webhook, record, json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(), claim)
 
 
-def _attempt(webhook: ChannelWebhook, record: dict, body: bytes) -> float | None:
+def _attempt(webhook: ChannelWebhook, record: dict, body: bytes, claim: Claim | None) -> float | None:
     stamp = int(time.time())
     headers = {
         "Content-Type": "application/json", "X-Asixto-Event": record["event"], "X-Asixto-Delivery": record["delivery_id"],
@@ -336,6 +377,8 @@ def _attempt(webhook: ChannelWebhook, record: dict, body: bytes) -> float | None
         check_url(webhook.url, purpose="webhook")  # again before each attempt: DNS answers change (M2)
     except OutboundRefused as exc:
         _record(record, WebhookDelivery.Outcome.REFUSED, None, (errors.REFUSED, errors.refused_params(exc)), started)
+        return None
+    if not _sending(record, claim):
         return None
     if not connection.in_atomic_block:
         connection.close()  # hold no database connection while the receiver takes its time (P4)
@@ -365,11 +408,48 @@ def _attempt(webhook: ChannelWebhook, record: dict, body: bytes) -> float | None
     return delay
 
 
+def _sending(record: dict, claim: Claim | None) -> bool:
+    """Before the POST: the attempt's record, `sending`, and with an outbox `claim` the next
+    attempt's number and a renewed hold (the POST gets all of it), in one transaction, only while
+    the hold is this task's. False, and nothing is sent, when another task took the delivery over."""
+    with transaction.atomic():
+        if claim is not None and not WebhookOutbox.objects.filter(pk=claim.outbox_id, claimed_by=claim.token).update(
+                attempt=record["attempt"] + 1, claimed_until=_hold_until()):
+            return False
+        _store(record, WebhookDelivery.Outcome.SENDING, None, ("", {}), 0.0)
+    return True
+
+
 def _record(record: dict, outcome: str, status_code: int | None, error: tuple[str, dict], started: float) -> None:
+    """The attempt's outcome, stored even if PostgreSQL went away during the POST."""
+    duration_ms = (time.monotonic() - started) * 1000
+    _patiently(lambda: _store(record, outcome, status_code, error, duration_ms))
+    metrics.webhook_attempted(outcome=outcome, final=outcome != WebhookDelivery.Outcome.RETRYING)
+
+
+def _store(record: dict, outcome: str, status_code: int | None, error: tuple[str, dict], duration_ms: float) -> None:
     with transaction.atomic():
         WebhookDelivery.objects.update_or_create(
             delivery_id=record["delivery_id"], attempt=record["attempt"],
             defaults={**record, "outcome": outcome, "status_code": status_code, "error_code": error[0],
-                      "error_params": error[1], "duration_ms": (time.monotonic() - started) * 1000},
+                      "error_params": error[1], "duration_ms": duration_ms},
         )
-    metrics.webhook_attempted(outcome=outcome, final=outcome != WebhookDelivery.Outcome.RETRYING)
+
+
+def _patiently(write):
+    """`write()`, a write after the receiver answered; while PostgreSQL cannot be reached, again,
+    for up to RECORD_WAIT_SECONDS (then the error is the task's, and the delivery is taken up again
+    once its hold runs out)."""
+    until, pause = time.monotonic() + RECORD_WAIT_SECONDS, 0.25
+    while True:
+        try:
+            return write()
+        except (OperationalError, InterfaceError) as exc:
+            if connection.in_atomic_block or time.monotonic() > until:
+                raise
+            if pause == 0.25:
+                log.warning("webhook attempt: the database cannot be reached (%s: %s); storing it when it answers",
+                            type(exc).__name__, exc)
+            connection.close()  # a broken connection is not reused
+            time.sleep(pause)
+            pause = min(pause * 2, 5.0)

@@ -10,11 +10,14 @@ reach them through TCP proxies (tests/support/tcp_proxy.py) that cut every conne
 new ones for a while, which is what a restart looks like to a client. The channel API (posting the
 turns), the model, the MCP server and the webhook receiver live in this process and are not cut.
 Lease, sweeps and the broker's visibility timeout are shortened through the processes'
-environment (production: 60 s lease, 60/30 s sweeps, 1 h visibility), so recovery takes seconds.
+environment (production: 60 s lease, 20/30 s sweeps, 1 h visibility), so recovery takes seconds.
 
 What it found (each now with a test of its own): a worker that held a delayed task ended when Redis
-went away (tests/test_broker_restart.py), and a task whose tenant could not be read while
-PostgreSQL was away ran on in the public schema (tests/runtime/test_worker_database_down.py)."""
+went away (tests/test_broker_restart.py); a task whose tenant could not be read while PostgreSQL
+was away ran on in the public schema (tests/runtime/test_worker_database_down.py); a turn whose
+task Redis handed out as it was cut waited the 5-minute resend (tests/runtime/test_lost_turn_task.py);
+a webhook attempt answered while PostgreSQL was cut, or cut short by the kill, had no record and
+its number came again, after a hold of a minute (tests/runtime/test_webhook_faults.py)."""
 
 import json
 import re
@@ -251,6 +254,9 @@ def test_two_hundred_turns_through_a_worker_kill_a_redis_restart_and_a_postgresq
         records = list(ToolCall.objects.values("request_ids", "outcome", "idempotency_key"))
         delivered = dict(WebhookDelivery.objects.filter(outcome=WebhookDelivery.Outcome.DELIVERED)
                          .values_list("turn_id", "delivery_id"))
+        attempts = {(str(delivery_id), attempt) for delivery_id, attempt in
+                    WebhookDelivery.objects.values_list("delivery_id", "attempt")}
+        attempt_outcomes = Counter(WebhookDelivery.objects.values_list("outcome", flat=True))
     calls = [r for r in tools.seen if r.get("method") == "tools/call"]
 
     # Every turn done once, with one reply (one event, one agent message) naming its own order.
@@ -273,6 +279,10 @@ def test_two_hundred_turns_through_a_worker_kill_a_redis_restart_and_a_postgresq
     # ...and each delivery's record says delivered, under the id the receiver got.
     assert {str(turn_id): str(delivery_id) for turn_id, delivery_id in delivered.items()} == \
         {turn_id: next(iter(ids)) for turn_id, ids in ids_by_turn.items()}
+    # Every attempt the receiver saw has its record, and no attempt number came twice (an attempt
+    # cut short by the kill or the PostgreSQL cut is recorded, the next one numbered after it).
+    seen = Counter((r.headers["x-asixto-delivery"], int(r.headers["x-asixto-attempt"])) for r in receiver.received)
+    assert set(seen.values()) == {1} and set(seen) <= attempts, (seen, attempts)
 
     # Calls: each turn's case opened once, however often its call was sent; every request the
     # server saw is named in a record; every turn's call has a record.
@@ -285,4 +295,5 @@ def test_two_hundred_turns_through_a_worker_kill_a_redis_restart_and_a_postgresq
     repeats = len(receiver.received) - TURNS
     outcomes = Counter(record["outcome"] for record in records)
     print(f"\nfault run: {len(calls)} calls sent for {TURNS} turns, records {dict(outcomes)}, "
-          f"{repeats} webhook repeats, runs {dict(Counter(t.runs for t in turns.values()))}")
+          f"{repeats} webhook repeats (attempts {dict(attempt_outcomes)}), "
+          f"runs {dict(Counter(t.runs for t in turns.values()))}")

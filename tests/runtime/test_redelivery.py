@@ -149,3 +149,32 @@ def test_stalled_turns_are_sent_again(alpha, settings):
         app.conf.task_always_eager = before
     assert statuses == {"perdido": "failed", "huérfano": "failed", "nuevo": "queued", "ocupado": "running"}
     assert resent == {"perdido", "huérfano"}
+
+
+def test_the_sweep_sends_again_the_queued_turns_its_own_message_came_in_behind(alpha, settings):
+    """Issue 19 (a turn whose task was lost in a Redis cut resumes within a minute): the sweep's
+    message was sent behind every task sent before it, so a queued turn posted, or resent,
+    ASIXTO_TURN_PICKUP_SECONDS before the sweep was sent and never claimed lost its task, and is
+    sent again though it is far younger than ASIXTO_TURN_RESEND_SECONDS. A turn posted later (it
+    may wait in a backlog behind the sweep) or resent since is not sent twice; a sweep whose
+    message carries no time waits ASIXTO_TURN_RESEND_SECONDS."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from runtime.turn import stalled_turns_mark_resent
+
+    settings.ASIXTO_TURN_RESEND_SECONDS, settings.ASIXTO_TURN_PICKUP_SECONDS = 300, 15
+    now = timezone.now()
+    sent = now - timedelta(seconds=30)  # the sweep's message waited 30 s in the queue
+    ages = {"perdido": (60, None), "en cola": (40, None), "detrás": (10, None), "perdido otra vez": (200, 50),
+            "reenviado": (200, 40)}  # seconds before now: (posted, resent)
+    turns = {text: queued_turn(alpha, text) for text in ages}
+    with alpha.schema():
+        for text, (posted, resent) in ages.items():
+            Turn.objects.filter(pk=turns[text].pk).update(
+                created_at=now - timedelta(seconds=posted), resent_at=resent and now - timedelta(seconds=resent))
+        assert stalled_turns_mark_resent(now=now) == []
+        resent = stalled_turns_mark_resent(now=now, sent_at=sent)
+        assert {text for text, turn in turns.items() if turn.pk in resent} == {"perdido", "perdido otra vez"}
+        assert stalled_turns_mark_resent(now=now, sent_at=sent) == []  # resent just now

@@ -17,6 +17,7 @@ from tenants.models import ApiKey
 from tenants.services import api_key_revoke
 from tests.runtime.runtime_support import CHANNEL_DEFAULTS, agent, post, run
 from tests.isolation import IsolationContract
+from tests.support.hostile_peers import HeaderTricklingPeer
 from tests.support.mcp_servers import serve_asgi
 from tests.support.model_server import ScriptedModel, say
 from tests.support.outbound import PUBLIC_ADDRESS, ConnectionCounter, DnsDouble
@@ -308,6 +309,23 @@ def test_it_reads_a_huge_or_endless_answer_only_up_to_a_cap(alpha, eager, django
             assert attempt["outcome"] == "delivered"
         with alpha.schema():
             ChannelWebhook.objects.all().delete()
+
+
+def test_a_receiver_trickling_its_header_bytes_cannot_hold_an_attempt_past_its_deadline(
+    alpha, eager, django_capture_on_commit_callbacks, settings
+):
+    """Issue 19: an attempt is over within ASIXTO_WEBHOOK_TIMEOUT however the receiver paces its
+    bytes (a read timeout alone restarts with every byte), which the sending task's hold on the
+    delivery (that timeout + 15 s) counts on: the connection is closed long before the trickle ends,
+    and the attempt is recorded as a timeout."""
+    settings.ASIXTO_WEBHOOK_TIMEOUT, settings.ASIXTO_WEBHOOK_RETRY_DELAYS = 1.0, []
+    trickle = HeaderTricklingPeer(interval=0.05, count=int(30 / 0.05))
+    model = ScriptedModel([say("Listo.")])
+    with trickle as hook, serve_asgi(model.app()) as url, agent(alpha, f"{url}/v1"):
+        created = set_webhook(alpha, f"{hook}/hook")
+        converse(alpha, "Hola", django_capture_on_commit_callbacks)
+        assert trickle.closed.wait(30) and not trickle.finished.is_set()
+    assert [(a["outcome"], a["error_code"]) for a in deliveries(alpha, created["id"])] == [("failed", "timeout")]
 
 
 def test_signatures_verify_only_with_the_secret_body_and_a_recent_timestamp():

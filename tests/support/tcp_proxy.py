@@ -4,6 +4,9 @@
     with TcpProxy(5432) as proxy:        # proxy.port forwards to 127.0.0.1:5432
         proxy.down()                     # live connections cut, new ones closed at once
         proxy.up()                       # forwarding again
+        cut = proxy.cut_when(b"needle")  # the next answer of the service holding b"needle" is
+                                         # dropped and the proxy goes down (cut.set()): an
+                                         # answer lost in a restart
 
 The port stays the same throughout (the listening socket is never closed), so a process pointed
 at it finds the service again by itself."""
@@ -23,6 +26,7 @@ class TcpProxy:
         self._live: set[socket.socket] = set()
         self._up = True
         self._closed = False
+        self._needle: tuple[bytes, threading.Event] | None = None
 
     def __enter__(self):
         threading.Thread(target=self._accept, daemon=True, name=f"tcp-proxy-{self.port}").start()
@@ -44,6 +48,22 @@ class TcpProxy:
         with self._lock:
             self._up = True
 
+    def cut_when(self, needle: bytes) -> threading.Event:
+        cut = threading.Event()
+        with self._lock:
+            self._needle = (needle, cut)
+        return cut
+
+    def _lost(self, seen: bytes) -> bool:
+        """Whether these bytes from the service are the answer to lose (then the proxy is down)."""
+        with self._lock:
+            if self._needle is None or self._needle[0] not in seen:
+                return False
+            cut, self._needle = self._needle[1], None
+        self.down()
+        cut.set()
+        return True
+
     def _accept(self):
         while not self._closed:
             try:
@@ -63,12 +83,18 @@ class TcpProxy:
                 continue
             with self._lock:
                 self._live.update((client, upstream))
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+            for source, sink, answers in ((client, upstream, False), (upstream, client, True)):
+                threading.Thread(target=self._pump, args=(source, sink, answers), daemon=True).start()
 
-    def _pump(self, source: socket.socket, sink: socket.socket):
+    def _pump(self, source: socket.socket, sink: socket.socket, answers: bool):
+        tail = b""  # the end of the previous chunk: a needle may straddle two
         try:
             while data := source.recv(65536):
+                needle = self._needle
+                if answers and needle is not None:
+                    if self._lost(tail + data):
+                        return
+                    tail = data[-len(needle[0]):]
                 sink.sendall(data)
         except OSError:
             pass

@@ -7,13 +7,16 @@
     receiver.arrived.wait(30)                  # set at each request
 
 Extra behaviours: `location` (sent with 3xx answers), `answer_bytes` (a body that large),
-`endless` (a 200 whose body never ends)."""
+`endless` (a 200 whose body never ends), `before_answer` (called on a thread with the request's
+number, 1 for the first, once the request is kept and before it is answered: a fault made while a
+sender waits for its answer)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.support.asgi import lifespan, request_body
@@ -36,6 +39,7 @@ class Receiver:
     location: str = ""
     answer_bytes: int = 2
     endless: bool = False
+    before_answer: Callable[[int], None] | None = None
     received: list[Received] = field(default_factory=list)
     arrived: threading.Event = field(default_factory=threading.Event)
 
@@ -46,8 +50,11 @@ class Receiver:
             body = await request_body(receive)
             headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
             self.received.append(Received(scope["path"], headers, body))
-            status = self.statuses[min(len(self.received), len(self.statuses)) - 1]
+            number = len(self.received)
+            status = self.statuses[min(number, len(self.statuses)) - 1]
             self.arrived.set()
+            if self.before_answer is not None:
+                await asyncio.to_thread(self.before_answer, number)
             response_headers = [(b"content-type", b"application/json")]
             if self.location:
                 response_headers.append((b"location", self.location.encode()))
