@@ -364,9 +364,10 @@ ASIXTO_STREAMS_PER_TENANT = envint("ASIXTO_STREAMS_PER_TENANT", 50)
 ASIXTO_STREAMS_PER_PROCESS = envint("ASIXTO_STREAMS_PER_PROCESS", max(1, envint("WEB_THREADS", 8) // 2))
 # A worker's claim on a turn, renewed by its writes and, while it waits on a model or a tool, every
 # ASIXTO_TURN_LEASE_RENEW_SECONDS by its process (runtime/lease_keeper.py; 0: only by writes, and
-# then the lease must outlast the longest wait): a killed worker's turns are taken over after it.
-ASIXTO_TURN_LEASE_SECONDS = envint("ASIXTO_TURN_LEASE_SECONDS", 60)
-ASIXTO_TURN_LEASE_RENEW_SECONDS = envint("ASIXTO_TURN_LEASE_RENEW_SECONDS", 20)
+# then the lease must outlast the longest wait): a killed worker's turns are taken over after it, by
+# the next sweep of stalled turns (every 20 s): within a minute by default, each lease renewed three times.
+ASIXTO_TURN_LEASE_SECONDS = envint("ASIXTO_TURN_LEASE_SECONDS", 40)
+ASIXTO_TURN_LEASE_RENEW_SECONDS = envint("ASIXTO_TURN_LEASE_RENEW_SECONDS", 12)
 # A queued turn that the queue handed out this long before the sweep of stalled turns was sent, and
 # that no worker claimed, lost its task and is sent again (runtime/turn.py, `stalled_turns_mark_resent`):
 # it covers the moment between a worker taking a task and claiming its turn, and the hosts' clocks.

@@ -5,7 +5,7 @@ model or a tool without writing. Without this, the lease had to outlast the long
 minutes), and a killed worker's turns waited that long before another worker took them. Here one
 thread per process renews, every ASIXTO_TURN_LEASE_RENEW_SECONDS, the leases of every turn this
 process holds, in one statement per tenant schema; the lease itself can then be short
-(ASIXTO_TURN_LEASE_SECONDS, 60 s), and a killed worker's turns are taken over about a minute
+(ASIXTO_TURN_LEASE_SECONDS, 40 s, renewed every 12 s), and a killed worker's turns are taken over within a minute
 later (`requeue_stalled_turns`). Rows another transaction holds are skipped, never waited on, and
 the thread gives its database connection back after each round. A runner whose lease ran out
 anyway (the database was unreachable for longer than a lease) finds out at its next write

@@ -10,7 +10,7 @@ reach them through TCP proxies (tests/support/tcp_proxy.py) that cut every conne
 new ones for a while, which is what a restart looks like to a client. The channel API (posting the
 turns), the model, the MCP server and the webhook receiver live in this process and are not cut.
 Lease, sweeps and the broker's visibility timeout are shortened through the processes'
-environment (production: 60 s lease, 20/30 s sweeps, 1 h visibility), so recovery takes seconds.
+environment (production: 40 s lease, 20/30 s sweeps, 1 h visibility), so recovery takes seconds.
 
 What it found (each now with a test of its own): a worker that held a delayed task ended when Redis
 went away (tests/test_broker_restart.py); a task whose tenant could not be read while PostgreSQL

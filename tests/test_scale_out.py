@@ -48,7 +48,7 @@ MARKED = "pedido-bloqueo"
 OPEN_CASE = "soporte__abrir_caso_soporte"
 CEILING = 180  # seconds: generous, the machine is shared
 SWEEP_PERIOD = 2  # seconds
-# Short lease and sweeps (60 s, 20 s and 30 s in production) so a takeover takes seconds here.
+# Short lease and sweeps (40 s, 20 s and 30 s in production) so a takeover takes seconds here.
 SHARED_ENV = {"ASIXTO_TURN_LEASE_SECONDS": "20", "ASIXTO_TURN_LEASE_RENEW_SECONDS": "2",
               "ASIXTO_STALLED_SWEEP_SECONDS": str(SWEEP_PERIOD), "ASIXTO_WEBHOOK_SWEEP_SECONDS": str(SWEEP_PERIOD)}
 
