@@ -425,3 +425,6 @@ ASIXTO_METRICS = envbool("ASIXTO_METRICS", False)
 ASIXTO_METRICS_TOKEN = os.environ.get("ASIXTO_METRICS_TOKEN", "")
 ASIXTO_METRICS_MAX_TENANTS = envint("ASIXTO_METRICS_MAX_TENANTS", 200)
 ASIXTO_METRICS_DIR = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or str(BASE_DIR / "var" / "metrics")
+# With traces on (OTEL_EXPORTER_OTLP_ENDPOINT), a span for each SQL statement of a kept trace
+# (asixto/tracing.py; README "Traces").
+ASIXTO_TRACE_SQL = envbool("ASIXTO_TRACE_SQL", False)

@@ -6,7 +6,7 @@ one run, variants alternating.
                                        [--variants off,on] [--sample-ratio 0.1] [--profile VARIANT]
     python bench/observability_cost.py --micro
 
-Instrumentation patches libraries process-wide (httpx's transport, psycopg's connect) and cannot
+Instrumentation patches libraries process-wide (httpx's transport, Django's middleware) and cannot
 be undone cleanly, so each variant is a child process of its own: the same code, started the
 same way, whose environment differs only in
 
@@ -16,15 +16,17 @@ same way, whose environment differs only in
 - `on`:      both;
 - `sampled`: both, and OTEL_TRACES_SAMPLER=parentbased_traceidratio with OTEL_TRACES_SAMPLER_ARG
              `--sample-ratio` (0.1): the head sampling an operator may choose (README "Traces");
-- `traces-no-httpx`: `traces` with the httpx instrumentation removed again (a diagnosis: its share).
+- `traces-sql`, `sampled-sql`: `traces` and `sampled` with a span for each SQL statement too
+             (ASIXTO_TRACE_SQL=1).
 
 Every child has a fresh PROMETHEUS_MULTIPROC_DIR (a temporary directory) and a database of its
 own (asixto_bench_observability_cost_<variant>). Traces go to a sink of this process on loopback
 (`OtlpSink`) that reads each OTLP/HTTP export, answers 200, then counts its spans and throws them
 away; the children install tracing as a web process or worker does (`tracing.setup()`: the SDK's
-batch exporter and the Django, Celery, httpx and psycopg instrumentations), before their
-database connections are opened. The stand-in model (bench/_model_server.py) and the example MCP
-server (examples/soporte), each a process of its own, serve all children.
+batch exporter, the Django, Celery and httpx instrumentations, our own spans of the model
+client's and the gateway's requests, and with ASIXTO_TRACE_SQL our SQL spans). The stand-in
+model (bench/_model_server.py) and the example MCP server (examples/soporte), each a process of
+its own, serve all children.
 
 A round runs, in each child in turn (the order reversed every other round): a P1 block — `--calls`
 bare POSTs of the gateway's own request (bench/gateway_overhead.py's "bare"), then `--calls` calls
@@ -36,16 +38,17 @@ without the model's wire time, the gateway+tool and routing) plus the export of 
 at its end. Only one child works at a time; the others wait on their stdin.
 
 Printed: per variant the medians over rounds (ms per call, ms per iteration, CPU of the child per
-call and per turn), and each variant's ratio to `off` — the median over rounds of its block over
-`off`'s block of the same round, with the quartiles and the extremes of those per-round ratios (the
-load of a shared machine changes from one second to the next; blocks of one round see the same
-load). The load average is printed before and after. The figures of a run are in README.md
+call and per turn, SQL statements per turn), and each variant's ratio to `off` — the median over
+rounds of its block over `off`'s block of the same round, with the quartiles and the extremes of
+those per-round ratios (the load of a shared machine changes from one second to the next; blocks
+of one round see the same load). The load average is printed before and after. The figures of a run are in README.md
 ("Sampling, and what metrics and traces cost").
 
 `--micro` prints, in this process alone, the CPU one recording of the metrics takes (a gateway
-call's, a model request's, a turn's start and end) and what a tool call's span costs when the
-sampler leaves it out: microseconds, which the rounds above cannot resolve on a shared machine,
-to set against the off child's CPU per call and per turn.
+call's, a model request's, a turn's start and end), what our tool call, HTTP request and SQL
+statement hooks cost when the sampler leaves their trace out, and what their spans cost when
+kept, up to the export: microseconds, which the rounds above cannot resolve
+on a shared machine, to set against the off child's CPU per call and per turn.
 
 `--profile VARIANT[,VARIANT…]` ends with a cProfile (CPU time of the calling thread) of one more
 P1 and P3 block in those children, printed by each child (BENCH_SORT=cumulative to sort by
@@ -54,10 +57,8 @@ cumulative time; tottime by default; BENCH_PROFILE_FILE=path also saves path.VAR
 Not covered: the web process (the Django instrumentation's request span; bench/api_invoke.py's
 path), a Celery task's span (turns run in the child here, as a worker thread runs them), a
 collector on another machine (the sink is on loopback and answers at once), the scrape of
-`/metrics` (read at scrape time, not per call). The psycopg instrumentation is installed but
-the ORM's statements escape it (Django sets its own cursor class on each new connection,
-replacing the instrumented one: open-telemetry/opentelemetry-python-contrib#1774), so SQL spans
-are not in the figures.
+`/metrics` (read at scrape time, not per call), the call records' writer thread (its statements
+are outside any trace: no SQL span).
 
 Absolute figures swing with what else the machine runs (on the shared 2-CPU development machine
 bench/turn_overhead.py alone gave a median turn of 31 ms, and 288 ms twenty minutes later, its
@@ -93,11 +94,13 @@ VARIANTS = {
     # Both, with the head sampling an operator sets through the SDK's own variables.
     "sampled": {"ASIXTO_METRICS": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": "{sink}",
                 "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "{ratio}"},
-    # A diagnosis, not a configuration: traces without the httpx instrumentation (its share).
-    "traces-no-httpx": {"ASIXTO_METRICS": "0", "OTEL_EXPORTER_OTLP_ENDPOINT": "{sink}", "BENCH_UNINSTRUMENT_HTTPX": "1"},
+    # Traces with a span for each SQL statement too (ASIXTO_TRACE_SQL=1).
+    "traces-sql": {"ASIXTO_METRICS": "0", "OTEL_EXPORTER_OTLP_ENDPOINT": "{sink}", "ASIXTO_TRACE_SQL": "1"},
+    "sampled-sql": {"ASIXTO_METRICS": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": "{sink}", "ASIXTO_TRACE_SQL": "1",
+                    "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "{ratio}"},
 }
 # Settings of the parent's environment that would change a child's observability.
-CLEARED_PREFIXES = ("OTEL_", "ASIXTO_METRICS", "PROMETHEUS_MULTIPROC_DIR", "ASIXTO_BENCH_DATABASE")
+CLEARED_PREFIXES = ("OTEL_", "ASIXTO_METRICS", "ASIXTO_TRACE_SQL", "PROMETHEUS_MULTIPROC_DIR", "ASIXTO_BENCH_DATABASE")
 REPLY = "BENCH "  # a child's answers start with this; anything else it prints is not read
 
 
@@ -189,22 +192,24 @@ def report(names: list[str], rounds: list[dict], *, args, ready: dict, finals: d
     p3 = {name: [r[name]["p3"]["overhead"] / r[name]["p3"]["iterations"] * 1000 for r in rounds] for name in names}
     wall = {name: [r[name]["p3"]["wall"] / args.turns * 1000 for r in rounds] for name in names}
     p3_cpu = {name: [r[name]["p3"]["cpu"] / args.turns * 1000 for r in rounds] for name in names}
+    queries = {name: [r[name]["p3"]["queries"] / args.turns for r in rounds] for name in names}
     print(f"{len(rounds)} rounds; each: per variant a P1 block of {args.calls} bare POSTs and {args.calls} gateway calls, "
           f"then a P3 block of {args.turns} turns ({args.tool_calls} tool calls each)")
     print(f"load average before: {loads[0]}; after: {loads[1]} ({os.cpu_count()} CPUs)")
     for name in names:
         state = ready[name]
-        traces = f"on ({state['sampler']})" if state["tracing"] else "off"
+        traces = f"on ({state['sampler']}{', SQL spans' if state['sql'] else ''})" if state["tracing"] else "off"
         print(f"  {name:8} child: metrics {'on' if state['metrics'] else 'off'}, traces {traces}; "
               f"recorded {finals[name]['recorded']}")
     if spans:
         print(f"spans the sink received: {sum(spans.values())} ({', '.join(f'{n} {c}' for n, c in spans.most_common())})")
-    print("\nmedians over rounds  P1 ms/call  bare ms  P1 ratio  CPU ms/call   P3 ms/iter  turn ms  CPU ms/turn")
+    print("\nmedians over rounds  P1 ms/call  bare ms  P1 ratio  CPU ms/call   P3 ms/iter  turn ms  CPU ms/turn  SQL/turn")
     for name in names:
         ratio = statistics.median(g / b for g, b in zip(per_call[name], bare[name], strict=True))
         print(f"  {name:17.17}  {statistics.median(per_call[name]):>10.3f}  {statistics.median(bare[name]):>7.3f}"
               f"  {ratio:>8.2f}  {statistics.median(p1_cpu[name]):>11.3f}   {statistics.median(p3[name]):>10.3f}"
-              f"  {statistics.median(wall[name]):>7.1f}  {statistics.median(p3_cpu[name]):>11.1f}")
+              f"  {statistics.median(wall[name]):>7.1f}  {statistics.median(p3_cpu[name]):>11.1f}"
+              f"  {statistics.median(queries[name]):>8.1f}")
     print(f"\neach variant over off, per round (median, quartiles, extremes; goal ≤ {GOAL}):")
     for name in names[1:]:
         def over(figures):
@@ -303,24 +308,48 @@ def micro_main(repeat: int):
             metrics.turn_started(first_run=True, queued_seconds=0.01), metrics.turn_left(),
             metrics.turn_finished(status="done", seconds=0.1, iterations=5)),
     }
-    print(f"metrics on, CPU per recording (median of 5 runs of {repeat}):")
+    print(f"CPU per recording, metrics on; then per hook, traces on (median of 5 runs of {repeat}):")
     for name, record in figures.items():
-        print(f"  {name:42} {statistics.median(cpu_us(record) for _ in range(5)):6.2f} µs")
+        print(f"  {name:54} {statistics.median(cpu_us(record) for _ in range(5)):6.2f} µs")
     shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)
 
-    # Our own hook around a call that does nothing: a span the sampler leaves out costs this much
-    # per model request or tool call (sampled spans are measured whole by the rounds).
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    # Our own hooks around calls that do nothing: what a tool call, HTTP request or SQL statement
+    # costs in a trace the sampler leaves out, and what its span costs when kept, up to its export
+    # (scrubbed, then handed to an exporter that drops it; the OTLP encoding is in the rounds).
+    from opentelemetry.sdk.trace.export import SpanExportResult
 
     from asixto import tracing
 
-    os.environ["OTEL_TRACES_SAMPLER"] = "always_off"
-    tracing.setup(service="asixto-bench", exporter=InMemorySpanExporter())
+    class Dropped:
+        def export(self, spans):
+            return SpanExportResult.SUCCESS
+
+        def shutdown(self):
+            pass
+
+        def force_flush(self, timeout_millis=30000):
+            return True
+
     outcome = SimpleNamespace(outcome="ok", attempts=1)
     hooked = tracing.tool_call(lambda *, arguments: outcome)
-    print(f"  {'tool.call span left out by the sampler':42} "
-          f"{statistics.median(cpu_us(lambda: hooked(arguments={})) for _ in range(5)):6.2f} µs")
-    tracing.shutdown()
+    statement = 'SELECT "runtime_turn"."id", "runtime_turn"."status" FROM "runtime_turn" WHERE "runtime_turn"."id" = %s'
+    database = {"connection": SimpleNamespace(vendor="postgresql")}
+
+    def request():
+        with tracing.http_request("POST", "http://127.0.0.1:8931/mcp", {}) as traced:
+            traced.answered(200)
+
+    def query():
+        tracing._sql_span(lambda *_args: None, statement, ("id",), False, database)
+
+    for sampler, kept in (("always_off", "left out by the sampler"), ("always_on", "kept, to its export")):
+        os.environ["OTEL_TRACES_SAMPLER"] = sampler
+        tracing.setup(service="asixto-bench", exporter=Dropped())
+        hooks = {"tool.call span": lambda: hooked(arguments={}), "HTTP request span": request, "SQL statement span": query}
+        with tracing.span("turn"):  # the parent the sampler kept or left out
+            for name, hook in hooks.items():
+                print(f"  {name + ', ' + kept:54} {statistics.median(cpu_us(hook) for _ in range(5)):6.2f} µs")
+        tracing.shutdown()
 
 
 # ---------------------------------------------------------------- a child: one variant
@@ -328,7 +357,6 @@ def micro_main(repeat: int):
 def child_main(args):
     setup(bench_database(f"_{args.child}"))
     from django.conf import settings
-    from django.db import connection
     from django_tenants.utils import tenant_context
 
     from _turns import tenant_with_agent
@@ -338,11 +366,6 @@ def child_main(args):
     from turn_overhead import TurnMeter
 
     traced = tracing.setup(service="asixto-bench")  # as wsgi.py and a worker's start do
-    if os.environ.get("BENCH_UNINSTRUMENT_HTTPX"):
-        from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
-
-        HTTPXClientInstrumentor().uninstrument()
-    connection.close()  # the next connection is made through the instrumented psycopg
     tenant = tenant_with_agent(slug="bench-observability", model_url=args.model_url, mcp_url=args.mcp_url,
                                iteration_limit=args.tool_calls + 2)
     arguments = {"consulta": "router"}
@@ -366,15 +389,17 @@ def child_main(args):
 
     def p3(turns: int) -> dict:
         overhead = wall = cpu = 0.0
-        iterations = 0
+        iterations = queries = 0
         for _ in range(turns):
-            turn_wall, wire, tool, turn_iterations, _queries, _connections, routing, turn_cpu, _model = meter.turn()
+            turn_wall, wire, tool, turn_iterations, turn_queries, _connections, routing, turn_cpu, _model = meter.turn()
             overhead += turn_wall - wire - tool - routing
             wall, cpu, iterations = wall + turn_wall, cpu + turn_cpu, iterations + turn_iterations
+            queries += turn_queries
         started, cpu_started = time.perf_counter(), time.process_time()
         tracing.flush()  # the block's spans, exported: the tracing's cost, so the runtime's
         flushed, flush_cpu = time.perf_counter() - started, time.process_time() - cpu_started
-        return {"overhead": overhead + flushed, "iterations": iterations, "wall": wall + flushed, "cpu": cpu + flush_cpu}
+        return {"overhead": overhead + flushed, "iterations": iterations, "wall": wall + flushed, "cpu": cpu + flush_cpu,
+                "queries": queries}
 
     def state() -> dict:
         recorded = "nothing (metrics off)"
@@ -392,7 +417,8 @@ def child_main(args):
             recorded = ", ".join(f"{name} {totals[name]:.0f}" for name in wanted)
         sampler = " ".join(filter(None, (os.environ.get("OTEL_TRACES_SAMPLER", "every trace kept"),
                                          os.environ.get("OTEL_TRACES_SAMPLER_ARG"))))
-        return {"metrics": settings.ASIXTO_METRICS, "tracing": traced, "sampler": sampler, "recorded": recorded}
+        return {"metrics": settings.ASIXTO_METRICS, "tracing": traced, "sampler": sampler, "recorded": recorded,
+                "sql": settings.ASIXTO_TRACE_SQL}
 
     def profile(calls: int, turns: int) -> dict:
         import cProfile

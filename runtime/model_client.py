@@ -30,10 +30,12 @@ MAX_DETAIL = 300
 # The process's HTTP client for model endpoints: pooled and thread-safe (sized for a threads worker
 # with hundreds of turns in flight), no redirects, no cookies, and every connection goes to an
 # address the outbound rules checked (M2: a DNS answer that changes after the check cannot reach a
-# private host). Building it opens nothing, so it is built at import, like the gateway's.
+# private host). Building it opens nothing, so it is built at import, like the gateway's. Traced,
+# each request is a span of ours (`tracing.http_request`), not the httpx instrumentation's.
 _client = outbound_client(
     purpose="model",
-    limits=httpx.Limits(max_connections=512, max_keepalive_connections=64), headers={"User-Agent": "asixto-runtime"}
+    limits=httpx.Limits(max_connections=512, max_keepalive_connections=64), headers={"User-Agent": "asixto-runtime"},
+    http_spans=False,
 )
 
 
@@ -132,7 +134,9 @@ def _complete(endpoint: Endpoint, messages: list[dict], tools: list[dict] | None
 def _send(endpoint: Endpoint, content: bytes, headers: dict, deadline: float) -> bytes:
     started = time.monotonic()
     try:
-        with _client.stream("POST", endpoint.url, content=content, headers=headers, timeout=_timeout(deadline)) as response:
+        with tracing.http_request("POST", endpoint.url, headers) as traced, \
+                _client.stream("POST", endpoint.url, content=content, headers=headers, timeout=_timeout(deadline)) as response:
+            traced.answered(response.status_code)
             chunks, size = [], 0
             for chunk in response.iter_bytes():
                 size += len(chunk)

@@ -1,9 +1,10 @@
 """HTTP clients for every outbound request (M2): they connect only where `tenants.outbound` allows.
 
     outbound_client(*, purpose=None, policy=None, headers=None, timeout=10.0, limits=None, verify=None,
-                    event_hooks=None) -> httpx.Client            (our own requests: the model
+                    event_hooks=None, http_spans=True) -> httpx.Client
+                                                                 (our own requests: the model
                                                                   client, webhooks)
-    outbound_transport(*, purpose=None, policy=None, limits=None, verify=None)
+    outbound_transport(*, purpose=None, policy=None, limits=None, verify=None, http_spans=True)
                     -> httpx.BaseTransport                        (the gateway's tool calls: the
                                                                   same checked connections, sent
                                                                   without httpx.Client's layer)
@@ -43,6 +44,12 @@ For a model client or webhooks: check the saved URL early for a clear message
 through `outbound_client(purpose=..., headers=..., timeout=...)` inside the tenant's schema (or with
 `policy=outbound_policy(tenant=tenant, purpose=...)`); a refusal at connect time is an `httpx.ConnectError`
 whose `refusal_of(...)` is not None — nothing was sent, and retrying will not help.
+
+`http_spans=False` keeps the httpx instrumentation that tracing installs process-wide
+(asixto/tracing.py) away from the client's requests: their caller makes a span of its own and
+sends the trace context itself (`tracing.http_request`), for a fraction of the instrumentation's
+CPU (it parses the URL and every header again on each request; P1, P3). The model client and the
+gateway do; webhooks and the built-in tools' pages keep the instrumentation.
 """
 
 from __future__ import annotations
@@ -245,10 +252,19 @@ async def _resolve_async(host: str, port: int):
     return addresses_of(infos)
 
 
+def _uninstrumented_send(transport: httpx.HTTPTransport, request: httpx.Request) -> httpx.Response:
+    """httpx's own HTTPTransport.handle_request, without what an instrumentation wrapped around it
+    (looked up on each request: tracing may be installed after this transport was built)."""
+    send = vars(httpx.HTTPTransport)["handle_request"]
+    return getattr(send, "__wrapped__", send)(transport, request)
+
+
 class _CheckedTransport(httpx.HTTPTransport):
-    def __init__(self, *, policy: OutboundPolicy | None, verify: ssl.SSLContext, limits: httpx.Limits, purpose: str | None):
+    def __init__(self, *, policy: OutboundPolicy | None, verify: ssl.SSLContext, limits: httpx.Limits, purpose: str | None,
+                 http_spans: bool = True):
         super().__init__(verify=verify, limits=limits, trust_env=False)
         self._policy, self._purpose = policy, purpose
+        self._http_spans = http_spans
         self._pool = httpcore.ConnectionPool(
             ssl_context=verify, max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections, keepalive_expiry=limits.keepalive_expiry,
@@ -258,7 +274,7 @@ class _CheckedTransport(httpx.HTTPTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         token = _sending.set((request.url.scheme, self._policy, self._purpose))
         try:
-            return super().handle_request(request)
+            return super().handle_request(request) if self._http_spans else _uninstrumented_send(self, request)
         finally:
             _sending.reset(token)
 
@@ -304,12 +320,13 @@ def outbound_client(
     limits: httpx.Limits | None = None,
     verify: ssl.SSLContext | None = None,
     event_hooks: Mapping[str, list[Any]] | None = None,
+    http_spans: bool = True,
 ) -> httpx.Client:
     """A sync httpx client whose every connection passes the outbound rules (see the module)."""
     limits = limits or httpx.Limits()
     context = _verifying(verify or default_tls_context())
     return httpx.Client(
-        transport=_CheckedTransport(policy=policy, verify=context, limits=limits, purpose=purpose),
+        transport=_CheckedTransport(policy=policy, verify=context, limits=limits, purpose=purpose, http_spans=http_spans),
         headers=dict(headers or {}), timeout=timeout, cookies=no_cookies(), follow_redirects=False,
         trust_env=False, event_hooks=dict(event_hooks or {}),
     )
@@ -321,6 +338,7 @@ def outbound_transport(
     policy: OutboundPolicy | None = None,
     limits: httpx.Limits | None = None,
     verify: ssl.SSLContext | None = None,
+    http_spans: bool = True,
 ) -> httpx.BaseTransport:
     """The transport under `outbound_client`, with the same checks on every new connection.
 
@@ -329,7 +347,8 @@ def outbound_transport(
     hooks. That layer costs about as much CPU as the rest of a small request on loopback (P1).
     The caller closes each response."""
     limits = limits or httpx.Limits()
-    return _CheckedTransport(policy=policy, verify=_verifying(verify or default_tls_context()), limits=limits, purpose=purpose)
+    return _CheckedTransport(policy=policy, verify=_verifying(verify or default_tls_context()), limits=limits, purpose=purpose,
+                             http_spans=http_spans)
 
 
 def outbound_async_client(

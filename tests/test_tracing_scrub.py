@@ -61,3 +61,16 @@ def test_exception_events_and_statuses_leave_without_their_messages():
     assert [(event.name, dict(event.attributes)) for event in exported.events] == [("exception", {"exception.type": "ValueError"})]
     assert exported.status.status_code == StatusCode.ERROR and not exported.status.description
     provider.shutdown()
+
+
+def test_our_client_spans_name_the_server_and_the_url_without_its_query_or_user_info():
+    """Issue 21 (traces), T7: the model client's and the gateway's own request spans
+    (`tracing.http_request`) carry the method, the server and its port (the scheme's when the
+    URL names none) and the URL without user info, query or fragment."""
+    from asixto.tracing import _request_attributes
+
+    assert _request_attributes("POST", "https://user:pa55@models.example.com/v1/chat/completions?key=sk-live-1#x") == {
+        "http.request.method": "POST", "url.full": "https://models.example.com/v1/chat/completions",
+        "server.address": "models.example.com", "server.port": 443}
+    assert _request_attributes("POST", "http://[::1]:8931/mcp") == {
+        "http.request.method": "POST", "url.full": "http://[::1]:8931/mcp", "server.address": "::1", "server.port": 8931}

@@ -33,9 +33,9 @@ MODEL_KEY = "sk-test-secret-0042"  # what runtime_support.agent stores as the mo
 SERVER_SECRET = "srv-Secreto-4d5e6f7a8b"
 
 
-@pytest.fixture
-def spans():
-    """Tracing on for the test, every span sent to memory as it ends."""
+@contextmanager
+def tracing_to_memory():
+    """Tracing on for the block, every span sent to memory as it ends."""
     exporter = InMemorySpanExporter()
     tracing.shutdown()  # a worker started earlier in this process with an endpoint in the environment
     assert tracing.setup(service="asixto-test", exporter=exporter)
@@ -43,6 +43,20 @@ def spans():
         yield exporter
     finally:
         tracing.shutdown()
+
+
+@pytest.fixture
+def spans():
+    with tracing_to_memory() as exporter:
+        yield exporter
+
+
+@pytest.fixture
+def spans_with_sql(settings):
+    """`spans`, with a span for each SQL statement too (ASIXTO_TRACE_SQL=1)."""
+    settings.ASIXTO_TRACE_SQL = True
+    with tracing_to_memory() as exporter:
+        yield exporter
 
 
 def soporte_with_secret(world, url):
@@ -104,11 +118,12 @@ def test_a_turn_through_the_api_and_a_worker_is_one_trace_without_secrets_or_cus
     with the default settings no span and no log line holds the customer's text, the tool's
     arguments, the model's key or the server's secret."""
     settings.ASIXTO_ROUTING = True
-    world, log = committed_world, []
+    world, log, seen_by_model, seen_by_server = committed_world, [], [], []
     model = ScriptedModel([say(json.dumps(FACTS)), call(SEARCH, ARGUMENTS), say("ok"), say("Sí, hay routers.")])
-    with django_db_blocker.unblock(), serve_asgi(recording_app(build_app(), log)) as tool_url, \
-            serve_asgi(model.app()) as model_url, agent(world, f"{model_url}/v1"):
+    with django_db_blocker.unblock(), serve_asgi(headers_seen(recording_app(build_app(), log), seen_by_server)) as tool_url, \
+            serve_asgi(headers_seen(model.app(), seen_by_model)) as model_url, agent(world, f"{model_url}/v1"):
         soporte_with_secret(world, tool_url)
+        seen_by_server.clear()  # the sync's requests
         with world.schema():
             build_live()
         with start_worker(app, pool="threads", concurrency=2, perform_ping_check=False, loglevel="INFO"), \
@@ -148,6 +163,9 @@ def test_a_turn_through_the_api_and_a_worker_is_one_trace_without_secrets_or_cus
         "asixto.tool": SEARCH, "asixto.server": "soporte", "asixto.tool.level": "read", "asixto.outcome": "ok",
         "asixto.attempts": 1}
     assert any(tool in ancestors(s, finished) for s in finished if s.kind.name == "CLIENT"), "the gateway's HTTP POST"
+    # The model server and the MCP server were sent the turn's trace (W3C traceparent): they can join it.
+    assert [h.get("mcp-method") for h in seen_by_server] == ["tools/call"] and len(seen_by_model) == 4
+    assert {h.get("traceparent", "-").split("-")[1] for h in [*seen_by_model, *seen_by_server]} == {trace_id}
     common = {tracing.TENANT: world.tenant.slug, tracing.CONVERSATION: conversation["id"], tracing.TURN: str(turn.pk)}
     for span in (turn_span, routing, tool, *models):
         assert {key: span.attributes.get(key) for key in common} == common, span.name
@@ -262,36 +280,38 @@ def headers_seen(app, seen):
     return recorded
 
 
+def traced_turn(world, spans, seen_by_model, seen_by_server, script):
+    """A turn run here with tracing on, against a scripted model and the example MCP server on
+    loopback that keep the headers of each request they get; returns the turn and its finished spans."""
+    model = ScriptedModel(script)
+    with serve_asgi(headers_seen(build_app(), seen_by_server)) as tool_url, \
+            serve_asgi(headers_seen(model.app(), seen_by_model)) as model_url, agent(world, f"{model_url}/v1"):
+        soporte_with_secret(world, tool_url)
+        seen_by_server.clear()  # the sync's requests
+        client = world.api(world.channel_key)
+        conversation = client.post("/api/v1/conversations", "{}", content_type="application/json").json()
+        posted = client.post(conversation["messages_url"], json.dumps({"text": TEXT}), content_type="application/json")
+        turn = run(world, Turn(pk=posted.json()["id"]))
+    assert turn.status == Turn.Status.DONE and turn.reply.text == "Sí, hay routers.", turn.error_detail
+    return turn, spans.get_finished_spans()
+
+
 @pytest.mark.parametrize("sampler", ["always_off", "always_on"])
 def test_sampling_is_the_operators_and_a_turn_left_out_runs_whole_untraced(alpha, monkeypatch, sampler):
     """Issue 21 (traces), P1, P3: the operator samples with the SDK's OTEL_TRACES_SAMPLER. A turn the
     sampler leaves out runs whole and is recorded, yet no span of it is exported, its model and
-    tool requests carry no trace context (the httpx instrumentation is skipped for them: its work
-    would be thrown away) and it stores no trace id (nobody could find that trace). Sampled, the
-    same turn is traced: its spans exported, its requests carrying the context, its id stored."""
-    exporter = InMemorySpanExporter()
+    tool requests carry no trace context (no span of ours is started for them: its work would be
+    thrown away) and it stores no trace id (nobody could find that trace). Sampled, the same turn
+    is traced: its spans exported, its requests carrying the context, its id stored."""
     monkeypatch.setenv("OTEL_TRACES_SAMPLER", sampler)
-    tracing.shutdown()
-    assert tracing.setup(service="asixto-test", exporter=exporter)
     seen_by_model, seen_by_server = [], []
-    model = ScriptedModel([call(SEARCH, ARGUMENTS), say("ok"), say("Sí, hay routers.")])
-    try:
-        with serve_asgi(headers_seen(build_app(), seen_by_server)) as tool_url, \
-                serve_asgi(headers_seen(model.app(), seen_by_model)) as model_url, agent(alpha, f"{model_url}/v1"):
-            register_soporte(alpha, tool_url)
-            seen_by_server.clear()  # the sync's requests
-            client = alpha.api(alpha.channel_key)
-            conversation = client.post("/api/v1/conversations", "{}", content_type="application/json").json()
-            posted = client.post(conversation["messages_url"], json.dumps({"text": TEXT}), content_type="application/json")
-            turn = run(alpha, Turn(pk=posted.json()["id"]))
-    finally:
-        tracing.shutdown()
-    assert turn.status == Turn.Status.DONE and turn.reply.text == "Sí, hay routers.", turn.error_detail
+    with tracing_to_memory() as exporter:
+        turn, finished = traced_turn(alpha, exporter, seen_by_model, seen_by_server,
+                                     [call(SEARCH, ARGUMENTS), say("ok"), say("Sí, hay routers.")])
     with alpha.schema():
         assert list(ToolCall.objects.values_list("outcome", flat=True)) == ["ok"]
     tool_posts = [headers for headers in seen_by_server if headers.get("mcp-method") == "tools/call"]
     assert len(tool_posts) == 1 and len(seen_by_model) >= 2
-    finished = exporter.get_finished_spans()
     if sampler == "always_off":
         assert list(finished) == []
         assert turn.trace_id is None
@@ -301,3 +321,93 @@ def test_sampling_is_the_operators_and_a_turn_left_out_runs_whole_untraced(alpha
         request = next(s for s in finished if s.kind.name == "SERVER" and "messages" in s.attributes.get("http.route", ""))
         assert turn.trace_id == format(request.context.trace_id, "032x")
         assert all("traceparent" in headers for headers in [*tool_posts, *seen_by_model])
+
+
+def test_the_model_server_and_the_mcp_server_get_the_turns_trace_context_from_a_span_of_ours(alpha, spans):
+    """Issue 21 (traces, its cost): the model client's and the gateway's requests are traced by a
+    CLIENT span of our own, not the httpx instrumentation's (which parsed the URL and every header
+    again on each request): the model server and the MCP server, real ones on loopback, each get a
+    `traceparent` of the turn's trace whose parent is that span, under `model.request` or
+    `tool.call`; the span names the method, server, URL and status, and no header."""
+    seen_by_model, seen_by_server = [], []
+    turn, finished = traced_turn(alpha, spans, seen_by_model, seen_by_server,
+                                 [call(SEARCH, ARGUMENTS), say("ok"), say("Sí, hay routers.")])
+    by_id = {format(span.context.span_id, "016x"): span for span in finished}
+    (turn_span,) = named(finished, "turn")  # run here, it starts the trace (a worker continues the request's)
+    tool_posts = [headers for headers in seen_by_server if headers.get("mcp-method") == "tools/call"]
+    assert len(tool_posts) == 1 and len(seen_by_model) >= 2
+    for headers, under in [(tool_posts[0], "tool.call"), *((headers, "model.request") for headers in seen_by_model)]:
+        version, trace_id, parent_id, flags = headers["traceparent"].split("-")
+        assert (version, trace_id) == ("00", format(turn_span.context.trace_id, "032x")) and int(flags, 16) & 1
+        sent = by_id[parent_id]  # the span that sent it, exported with the turn's
+        assert (sent.name, sent.kind.name, sent.instrumentation_scope.name) == ("POST", "CLIENT", "asixto")
+        assert parent_of(sent, finished).name == under and turn_span in ancestors(sent, finished)
+        host, port = headers["host"].split(":")
+        assert {key: sent.attributes[key] for key in ("http.request.method", "server.address", "server.port",
+                                                      "http.response.status_code")} == {
+            "http.request.method": "POST", "server.address": host, "server.port": int(port), "http.response.status_code": 200}
+        assert sent.attributes["url.full"].startswith(f"http://{headers['host']}/")
+        assert not any(key.startswith("http.request.header") or key.startswith("http.response.header")
+                       for key in sent.attributes)
+        assert sent.attributes[tracing.TURN] == str(turn.pk)
+    # One client span per request: the httpx instrumentation saw none of them. No SQL spans by default.
+    requests = [s for s in finished if s.kind.name == "CLIENT"]
+    assert len(requests) == 1 + len(seen_by_model) and all(s.name == "POST" for s in requests)
+    assert all(s.instrumentation_scope.name == "asixto" for s in requests)
+
+
+def test_with_trace_sql_a_turns_statements_are_spans_of_its_trace_without_their_values(alpha, spans_with_sql):
+    """Issue 21 (traces): with ASIXTO_TRACE_SQL=1 the ORM's statements, which the psycopg
+    instrumentation never saw (Django replaces its cursor class,
+    open-telemetry/opentelemetry-python-contrib#1774), are spans of the turn's trace under the span
+    that ran them: db.system, db.operation and the statement with its placeholders; no parameter,
+    so none of the values the turn stored (the customer's text, the reply, the tool's arguments)
+    nor a secret it read; and no statement outside a trace makes one of its own."""
+    _turn, finished = traced_turn(alpha, spans_with_sql, [], [], [call(SEARCH, ARGUMENTS), say("ok"), say("Sí, hay routers.")])
+    statements = [s for s in finished if "db.system" in s.attributes]
+    (turn_span,) = named(finished, "turn")
+    in_turn = [s for s in statements if turn_span in ancestors(s, finished)]
+    assert len(in_turn) >= 5 and {s.context.trace_id for s in in_turn} == {turn_span.context.trace_id}
+    assert all(s.parent is not None for s in statements), "no statement outside a trace makes one of its own"
+    for span in statements:
+        assert span.kind.name == "CLIENT" and span.attributes["db.system"] == "postgresql"
+        assert span.name == span.attributes["db.operation"]
+        assert set(span.attributes) <= {"db.system", "db.operation", "db.statement", tracing.TENANT,
+                                        tracing.CONVERSATION, tracing.TURN}, span.attributes
+    assert any('UPDATE "runtime_turn"' in s.attributes["db.statement"] for s in in_turn)  # the reply stored
+    assert any(parent_of(s, finished) is named(finished, "tool.call")[0] for s in in_turn)
+    # The customer's message stored by the API request, its text a parameter.
+    (stored,) = [s for s in statements if s.attributes["db.statement"].startswith('INSERT INTO "runtime_message"')]
+    assert stored.attributes["db.operation"] == "INSERT" and stored.attributes["db.statement"].endswith("(%s, %s, %s, %s, %s, %s)")
+    exported = everything_in(statements)
+    for value in (TEXT, "Sí, hay routers.", ARGUMENTS["consulta"], "ZX-9001", MODEL_KEY, SERVER_SECRET):
+        assert value not in exported, value
+
+
+def test_an_unreachable_model_server_is_the_client_spans_error(alpha, spans):
+    """Issue 21 (traces): a request that fails carries what failed as `error.type` (here the
+    refused connection's type) and an error status, never the exception's message."""
+    from runtime.model_client import Endpoint, ModelError, complete
+    from tests.support.model_server import dead_url
+
+    with alpha.schema(), tracing.span("routing"), pytest.raises(ModelError):
+        complete(endpoint=Endpoint(base_url=dead_url(), model="m", api_key=MODEL_KEY), messages=[])
+    (sent,) = [s for s in spans.get_finished_spans() if s.kind.name == "CLIENT"]
+    assert sent.attributes["error.type"] == "ConnectError" and sent.status.status_code.name == "ERROR"
+    assert "http.response.status_code" not in sent.attributes and not sent.status.description
+
+
+def test_other_outbound_clients_keep_the_httpx_instrumentation(spans):
+    """Issue 21 (traces): only the model client and the gateway trace their requests themselves;
+    any other client (webhooks, the built-in tools' pages) is still traced by the httpx
+    instrumentation, which sends the trace context too."""
+    from tenants.outbound_http import outbound_client
+
+    seen = []
+    with serve_asgi(headers_seen(collector([]), seen)) as url, tracing.span("routing") as parent, \
+            outbound_client(purpose="webhook") as client:
+        assert client.post(f"{url}/hook", content=b"{}").status_code == 200
+    (sent,) = [s for s in spans.get_finished_spans() if s.kind.name == "CLIENT"]
+    assert sent.instrumentation_scope.name == "opentelemetry.instrumentation.httpx"
+    assert sent.parent.span_id == parent.get_span_context().span_id
+    assert seen[0]["traceparent"].split("-")[1:3] == [format(sent.context.trace_id, "032x"), format(sent.context.span_id, "016x")]
