@@ -69,7 +69,9 @@ def _get(url: str, *, params=None, max_bytes: int, purpose: str | None) -> tuple
     body = b""
     deadline = time.monotonic() + settings.ASIXTO_PAGE_TIMEOUT  # a server dripping bytes stops here too
     try:
-        with outbound_client(purpose=purpose, timeout=settings.ASIXTO_PAGE_TIMEOUT) as client:
+        # A page a customer or the model names is no server of ours: it is not sent the turn's trace context
+        # (the httpx instrumentation would add a traceparent to any host), only the search backend is.
+        with outbound_client(purpose=purpose, timeout=settings.ASIXTO_PAGE_TIMEOUT, http_spans=purpose is not None) as client:
             with client.stream("GET", url, params=params, headers={"Accept": "text/html, text/plain, application/json"}) as response:
                 for chunk in response.iter_bytes():
                     body += chunk

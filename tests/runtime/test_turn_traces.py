@@ -411,3 +411,18 @@ def test_other_outbound_clients_keep_the_httpx_instrumentation(spans):
     assert sent.instrumentation_scope.name == "opentelemetry.instrumentation.httpx"
     assert sent.parent.span_id == parent.get_span_context().span_id
     assert seen[0]["traceparent"].split("-")[1:3] == [format(sent.context.trace_id, "032x"), format(sent.context.span_id, "016x")]
+
+
+def test_a_page_a_customer_names_is_not_sent_the_turns_trace_context(alpha, spans):
+    """Issue 21 (traces), issue 19 (M2): `asixto__read_page` fetches whatever address the customer or
+    the model names; that host is not one of the platform's, so it gets no traceparent (it would learn
+    the turn's trace id), while the tenant's search backend, a server the operator set, still does."""
+    from runtime.builtins.public import _get
+
+    seen = []
+    with serve_asgi(headers_seen(collector([]), seen)) as url, tracing.span("tool.call"):
+        _get(f"{url}/page", max_bytes=1000, purpose=None)
+        _get(f"{url}/search", max_bytes=1000, purpose="search")
+    named_page, search = seen
+    assert "traceparent" not in named_page
+    assert "traceparent" in search
