@@ -37,7 +37,13 @@ server registered and certified), as a worker serving many companies does: per-t
 and the records of many schemas are then part of the cost. A worker's first call for a tenant
 also loads that tenant's tool from the database (later calls find it in the lookup cache until
 the catalog changes): those first calls are timed apart, and the warm-up reaches every tenant
-so that the blocks measure the steady state.
+so that the blocks measure the steady state. With N > 1 the same rounds also run the gateway
+(and, with `--record-per-call`, the record per call) on the first tenant alone: what switching
+tenants costs is the difference between the two lines, under the same conditions.
+
+PostgreSQL's CPU per call is printed beside this process's: that of the backends serving the
+bench's database (read from /proc between blocks, clock ticks of 10 ms summed over the rounds),
+where the records of many schemas cost most. The example server's CPU is not counted.
 
 A stdio server's warm call against the SDK's own client: bench/stdio_overhead.py (issue 22).
 
@@ -98,23 +104,55 @@ class Figures:
     ratio: float  # median over rounds of this variant's block over the baseline's
     cpu_ms: float  # this process's CPU per call, all threads
     caller_cpu_ms: float  # of which the calling thread's
+    database_cpu_ms: float | None = None  # the PostgreSQL backends' of the bench's database
 
 
-def compare(variants: list[Variant], *, blocks: int, block_size: int, warm_up: int) -> dict[str, Figures]:
+def database_cpu(database: str) -> Callable[[], float]:
+    """The CPU seconds so far of the PostgreSQL backends serving `database` on this machine (from
+    /proc: the writer's and the callers' sessions, which the pool keeps open)."""
+    title = f" {database} ".encode()
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def seconds():
+        total = 0
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    command = handle.read()
+                if not command.startswith(b"postgres: ") or title not in command:
+                    continue
+                with open(f"/proc/{pid}/stat", "rb") as handle:
+                    fields = handle.read().rsplit(b")", 1)[-1].split()
+            except OSError:  # gone meanwhile
+                continue
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+        return total / tick
+
+    return seconds
+
+
+def compare(variants: list[Variant], *, blocks: int, block_size: int, warm_up: int,
+            database_seconds: Callable[[], float] | None = None) -> dict[str, Figures]:
     """Per-call figures of each variant over `blocks` rounds, each round one block of every
-    variant in an order rotated round by round; ratios against the first variant (the baseline)."""
+    variant in an order rotated round by round; ratios against the first variant (the baseline).
+    `database_seconds`: the database's CPU so far, read outside the timed blocks."""
     for variant in variants:  # connections, validators, caches
         variant.block(warm_up)
     times = {variant.name: [] for variant in variants}
-    cpu = {variant.name: [0.0, 0.0] for variant in variants}
+    cpu = {variant.name: [0.0, 0.0, 0.0] for variant in variants}
     for round_number in range(blocks):
         shift = round_number % len(variants)
         for variant in variants[shift:] + variants[:shift]:
+            start_database = database_seconds() if database_seconds else 0.0
             start, start_cpu, start_thread = time.perf_counter(), time.process_time(), time.thread_time()
             variant.block(block_size)
             times[variant.name].append(time.perf_counter() - start)
             cpu[variant.name][0] += time.process_time() - start_cpu
             cpu[variant.name][1] += time.thread_time() - start_thread
+            if database_seconds:
+                cpu[variant.name][2] += database_seconds() - start_database
     baseline = times[variants[0].name]
     calls = blocks * block_size
     return {
@@ -122,6 +160,7 @@ def compare(variants: list[Variant], *, blocks: int, block_size: int, warm_up: i
             ms=statistics.median(samples) / block_size * 1000,
             ratio=statistics.median(mine / base for mine, base in zip(samples, baseline, strict=True)),
             cpu_ms=cpu[name][0] / calls * 1000, caller_cpu_ms=cpu[name][1] / calls * 1000,
+            database_cpu_ms=cpu[name][2] / calls * 1000 if database_seconds else None,
         )
         for name, samples in times.items()
     }
@@ -145,9 +184,12 @@ def blocks_of(call, flush):
 
 def print_figures(figures: dict[str, Figures], goal: float):
     width = max(len(name) for name in figures)
-    print(f"{'':{width}}  {'ms/call':>8} {'ratio':>6}  {'CPU ms/call (all threads; calling thread)':>40}")
+    database = all(figure.database_cpu_ms is not None for figure in figures.values())
+    print(f"{'':{width}}  {'ms/call':>8} {'ratio':>6}  {'CPU ms/call (all threads; calling thread)':>40}"
+          + ("  PostgreSQL CPU ms/call" if database else ""))
     for name, figure in figures.items():
-        print(f"{name:{width}}  {figure.ms:>8.3f} {figure.ratio:>6.2f}  {figure.cpu_ms:>21.3f}; {figure.caller_cpu_ms:.3f}")
+        print(f"{name:{width}}  {figure.ms:>8.3f} {figure.ratio:>6.2f}  {figure.cpu_ms:>21.3f}; {figure.caller_cpu_ms:<17.3f}"
+              + (f"  {figure.database_cpu_ms:.3f}" if database else ""))
     print(f"ratios: median over rounds of each block over the baseline's block of the same round (goal ≤ {goal})")
 
 
@@ -224,21 +266,28 @@ def main():
 
         made = [0]
 
-        def through_gateway():
-            tenant = tenants[made[0] % len(tenants)]
+        def next_tenant():  # round robin
             made[0] += 1
-            with tenant_context(tenant):
-                outcome = call_tool(name="soporte__buscar_producto", arguments=arguments, context=context)
-            assert outcome.ok, outcome
+            return tenants[(made[0] - 1) % len(tenants)]
 
+        def first_tenant():
+            made[0] += 1
+            return tenants[0]
+
+        def calling(pick, call_context):
+            def call():
+                with tenant_context(pick()):
+                    outcome = call_tool(name="soporte__buscar_producto", arguments=arguments, context=call_context)
+                assert outcome.ok, outcome
+
+            return call
+
+        through_gateway = calling(next_tenant, context)
         gateway_block, record_per_call_block = blocks_of(through_gateway, flush_records)
+        one_tenant_block, one_tenant_record_per_call_block = blocks_of(calling(first_tenant, context), flush_records)
         console = CallContext(channel="chat", idempotency_key="bench", conversation_id="bench", source=ToolCall.Source.CONSOLE)
-
-        def console_call():  # its record stored before call_tool returns, as the test console's
-            tenant = tenants[made[0] % len(tenants)]
-            made[0] += 1
-            with tenant_context(tenant):
-                assert call_tool(name="soporte__buscar_producto", arguments=arguments, context=console).ok
+        # its record stored before call_tool returns, as the test console's
+        console_call = calling(next_tenant, console)
 
         first_calls = []
         for _ in tenants:  # each tenant's first call: its tool comes from the database
@@ -246,14 +295,20 @@ def main():
             through_gateway()
             first_calls.append(time.perf_counter() - start)
         flush_records()
+        many = len(tenants) > 1
         variants = [Variant("bare POST (gateway's transport)", blocks_of(bare, lambda: None)[0]),
                     Variant("gateway", gateway_block)]
+        if many:
+            variants.append(Variant("gateway, first tenant only", one_tenant_block))
         if args.record_per_call:
             variants.append(Variant("gateway, record per call", record_per_call_block))
+            if many:
+                variants.append(Variant("gateway, record per call, first tenant only", one_tenant_record_per_call_block))
             variants.append(Variant("console call (record at once)", blocks_of(console_call, lambda: None)[0]))
         load_before = load_average()
         figures = compare(variants, blocks=args.blocks, block_size=args.block_size,
-                          warm_up=max(2 * args.block_size, 2 * len(tenants)))
+                          warm_up=max(2 * args.block_size, 2 * len(tenants)),
+                          database_seconds=database_cpu(connection.settings_dict["NAME"]))
         load_after = load_average()
         if args.profile:
             profile(lambda: gateway_block(args.block_size * 4))

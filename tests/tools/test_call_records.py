@@ -221,6 +221,46 @@ def test_records_of_several_tenants_in_one_batch_each_land_in_their_own_schema(c
     assert "one by one" not in caplog.text
 
 
+def test_records_stored_one_by_one_for_alternating_tenants_each_land_in_their_own_schema(
+        committed_world, committed_other, django_db_blocker, caplog):
+    """G9, T1, P1 (issue 22): a turn's record flushed after each call and a console call's record
+    stored on the caller's own connection, tenants alternating (one statement text for every
+    schema, the schema set for that statement alone): each record is in its own tenant's schema
+    and only there (by those statements, not by a fallback), and neither connection's schema is
+    changed for what runs after."""
+
+    def search_path():
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW search_path")
+            return cursor.fetchone()[0]
+
+    worlds = (committed_world, committed_other)
+    made = {world.tenant.schema_name: [] for world in worlds}
+    seen_after = []
+    with django_db_blocker.unblock():
+        connection.set_schema_to_public()
+        public_path = search_path()
+        for index in range(8):
+            world = worlds[index % 2]
+            source = ToolCall.Source.CONSOLE if index % 4 >= 2 else ToolCall.Source.TURN
+            with world.schema():
+                outcome = call_tool(name="crm__nada", arguments={"n": index}, context=context(source=source))
+                flush_records()
+                # The caller's next query runs in its tenant's schema, and finds the record there.
+                seen_after.append((search_path(), ToolCall.objects.filter(pk=outcome.record_id).exists()))
+            made[world.tenant.schema_name].append(outcome.record_id)
+        connection.set_schema_to_public()
+        after = search_path()
+        everything = [pk for ids in made.values() for pk in ids]
+        found = {world.tenant.schema_name: set(stored(world, everything)) for world in worlds}
+    assert found == {schema: set(ids) for schema, ids in made.items()}
+    assert [len(ids) for ids in found.values()] == [4, 4]
+    assert [found_it for _path, found_it in seen_after] == [True] * 8
+    assert all(path.startswith(worlds[index % 2].tenant.schema_name) for index, (path, _found) in enumerate(seen_after))
+    assert after == public_path
+    assert "left to the writer" not in caplog.text and "one by one" not in caplog.text
+
+
 def test_moves_of_several_tenants_are_prepared_once_per_session_and_survive_lost_statements(committed_world, django_db_blocker, caplog):
     """P1, G9, T1: the records of a batch of several tenants leave the staging table by one
     statement per tenant, prepared once per database session; later batches reuse them. A session that lost them (DEALLOCATE ALL) still stores the

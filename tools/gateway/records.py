@@ -98,10 +98,10 @@ def _stored_here(db, values: dict) -> bool:
         db.ensure_connection()
         if not db.get_autocommit():
             return False
-        # The psycopg connection itself: the statement names its schema, so the search_path that
-        # Django's cursor would set first is not needed.
+        # The psycopg connection itself: the statement sets its schema for itself, so the
+        # search_path that Django's cursor would set first is not needed.
         with db.connection.cursor() as cursor:
-            cursor.execute(_few_rows_sql(db.schema_name, 1), row)
+            cursor.execute(_few_rows_sql(1), [db.schema_name, *row])
     except Exception as exc:  # a database error, a bug in the cleaning: the writer has the last word
         log.warning("a call record was left to the writer (%s: %s)", type(exc).__name__, exc)
         return False
@@ -271,7 +271,7 @@ def _insert(rows):
         # One round trip (no BEGIN, COPY and COMMIT of their own): what a flush after a few
         # calls waits for (a turn's one or two calls).
         with connection.cursor() as cursor, connection.wrap_database_errors:
-            cursor.execute(_few_rows_sql(schemas[0], len(rows)), [value for _schema, row in rows for value in row])
+            cursor.execute(_few_rows_sql(len(rows)), [schemas[0], *(value for _schema, row in rows for value in row)])
         return
     with transaction.atomic(), connection.cursor() as cursor, connection.wrap_database_errors:
         if len(schemas) == 1:
@@ -369,11 +369,27 @@ def _insert_sql(schema):
     return _statement("INSERT INTO {table} ({columns}) VALUES ({placeholders})", schema)
 
 
-def _few_rows_sql(schema, count):
-    """INSERT of `count` rows, without waiting for the disk (see _NO_FSYNC_WAIT): sent as one
-    query in autocommit, PostgreSQL runs both statements as one (implicit) transaction."""
-    rows = ", ".join([f"({_PLACEHOLDERS})"] * count)
-    return _statement(f"{_NO_FSYNC_WAIT}; INSERT INTO {{table}} ({{columns}}) VALUES {rows}", schema)
+def _few_rows_sql(count):
+    """INSERT of `count` rows into the call records of the schema given as the first value,
+    without waiting for the disk (see _NO_FSYNC_WAIT): sent as one query in autocommit,
+    PostgreSQL runs the statements as one (implicit) transaction, to which SET LOCAL holds.
+
+    One text for every tenant, the schema a value: psycopg parses a query's placeholders once
+    per text and keeps the last 128 texts it parsed, so with a text per schema a worker serving
+    more tenants than that parsed the statement again for every record (P1, issue 22). PostgreSQL
+    takes the value as one schema name whatever it holds (a comma too), and the table is looked
+    up there only (pg_temp after it)."""
+    sql = _few_rows_by_count.get(count)
+    if sql is None:
+        rows = ", ".join([f"({_PLACEHOLDERS})"] * count)
+        table = connection.ops.quote_name(ToolCall._meta.db_table)
+        sql = _few_rows_by_count[count] = (
+            f"{_NO_FSYNC_WAIT}; SET LOCAL search_path TO %s, pg_temp; INSERT INTO {table} ({_COLUMNS}) VALUES {rows}"
+        )
+    return sql
+
+
+_few_rows_by_count: dict[int, str] = {}
 
 
 def _copy_sql(schema):
