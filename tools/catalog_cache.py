@@ -22,11 +22,13 @@ from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django_tenants.utils import schema_context
 
+from tools.bounded import BoundedDict
+
 GENERATION_KEY = "asixto:catalog-generation:{schema}"
 CHANGES_KEY = "asixto:catalog-changes"  # replaced with any tenant's generation
 REVALIDATE_SECONDS = 0.25
 _MAX_ENTRIES = 10000
-_entries: dict[tuple, tuple[bytes, object]] = {}
+_entries: BoundedDict = BoundedDict(_MAX_ENTRIES)  # (schema, …) → (generation, value)
 _generations: dict[str, bytes] = {}  # schema → token, as read at _read_at
 _changes: bytes | None = None  # CHANGES_KEY as read before the tokens in _generations
 _read_at = 0.0
@@ -121,7 +123,5 @@ def cached(key: tuple, load):
     if entry is not None and entry[0] == generation:
         return entry[1]
     value = load()
-    if len(_entries) >= _MAX_ENTRIES:
-        _entries.clear()
     _entries[entry_key] = (generation, value)
     return value

@@ -33,6 +33,7 @@ from asixto import metrics, tracing
 from asixto.json_input import JsonInputError, check_json
 from tenants.selectors import current_tenant
 from tools import mcp
+from tools.bounded import BoundedDict
 from tools.catalog_cache import cached
 from tools.gateway import http, journal, records
 from tools.gateway.results import Classified, UnusableSchema, all_errors, classify, compiled, result_text
@@ -228,8 +229,7 @@ class _ServerSecrets:
     configured: tuple[str, ...]  # out of what the model reads: see configured_secrets
 
 
-_SERVER_SECRETS: dict[tuple, _ServerSecrets] = {}
-_MAX_SERVER_SECRETS = 5000
+_SERVER_SECRETS: BoundedDict = BoundedDict(5000)
 
 
 def _secrets(server: McpServer) -> _ServerSecrets:
@@ -242,8 +242,6 @@ def _secrets(server: McpServer) -> _ServerSecrets:
     if found is None:
         values = server.secret_values
         found = _ServerSecrets(MappingProxyType(server.headers), tuple(secrets_of(values)), configured_secrets(values))
-        if len(_SERVER_SECRETS) >= _MAX_SERVER_SECRETS:
-            _SERVER_SECRETS.clear()
         _SERVER_SECRETS[key] = found
     return found
 

@@ -4,11 +4,11 @@ never fetches a `$ref` and runs patterns on RE2."""
 
 from dataclasses import dataclass, field
 
+from tools.bounded import BoundedDict
 from tools.rules.results import ERROR_TYPES, error_shape_problem
 from tools.rules.validation import UnusableSchema, all_errors, build_validator, first_error
 
-_VALIDATORS: dict[tuple, object] = {}
-_MAX_CACHED = 5000
+_VALIDATORS: BoundedDict = BoundedDict(20_000)  # two per tool: input and output
 
 
 def compiled(schema: dict | None, cache_key: tuple):
@@ -18,8 +18,6 @@ def compiled(schema: dict | None, cache_key: tuple):
         return None
     validator = _VALIDATORS.get(cache_key)
     if validator is None:
-        if len(_VALIDATORS) >= _MAX_CACHED:
-            _VALIDATORS.clear()
         try:
             validator = build_validator(schema)
         except UnusableSchema as exc:
