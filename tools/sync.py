@@ -98,16 +98,17 @@ def _sync(server: McpServer) -> tuple[CatalogVersion, str]:
     except (mcp.McpError, ApplicationError) as exc:
         sync_mark(server=server, status=McpServer.SyncStatus.ERROR, error=exc)
         raise
-    if first.unread and second.unread:
-        # Both reads were the sealed pages, byte for byte: the stored catalog is the server's.
-        with transaction.atomic():
-            McpServer.objects.select_for_update().filter(pk=server.pk).first()
-            if is_standing(server, seal):
-                _mark_synced(server)
-                return server.versions.order_by("-number").first(), "unchanged"
-        # Another sync or a change of context came in between: the whole way decides.
     try:
-        first.read(), second.read()
+        if first.unread and second.unread:
+            # Both reads were the sealed pages, byte for byte: the stored catalog is the server's.
+            with transaction.atomic():
+                McpServer.objects.select_for_update().filter(pk=server.pk).first()
+                if is_standing(server, seal):
+                    _mark_synced(server)
+                    return server.versions.order_by("-number").first(), "unchanged"
+            # Another sync or a change of context came in between: the whole way decides.
+        first.read()
+        second.read()
         listed, problems = read_listing(first, max_definition_bytes=settings.ASIXTO_MAX_TOOL_DEFINITION_BYTES)
         server_findings = _server_findings(server, _names(first), _names(second), problems)
         with transaction.atomic():
