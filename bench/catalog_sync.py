@@ -94,8 +94,9 @@ The unchanged re-sync parses nothing: its two reads cost 0.06 s of ours (receivi
 wall time is the catalog server's (2.6–2.8 s of CPU in its own process to serialise the listing
 twice) and the machine's load. The first and changed syncs gain the second read's parse (about
 0.5 s at 5,000 tools), now recognised by its bytes instead of compared once parsed. Not covered
-by the recognition, so as before: answers streamed as SSE (the SDK servers' default without
-`json_response`), compressed answers, the HTTP+SSE transport and stdio.
+by the recognition, so as before: answers streamed as SSE (SDK 2.3 servers answer JSON unless a
+request runs long; older ones stream by default), compressed answers and the HTTP+SSE transport.
+stdio lines are recognised too (tests/tools/test_catalog_unchanged.py), not measured here.
 
 `--over-limit N` instead serves N tools over stdio (a child process, so this process's peak
 memory is the sync's alone) against ASIXTO_MAX_TOOLS_PER_SERVER, and reports how long the

@@ -5,7 +5,8 @@ context knows it would change nothing, without parsing anything.
 A seal is `{"context": key, "pages": [{"sha256", "count", "next"}, ...]}` on the server row
 (`McpServer.listing_seal`), written by the sync that stored the catalog. Its pages are the
 first read's, sealed only when the second read answered the same bytes (C7: a server whose two
-reads differ is never taken as unchanged) and every page came as one plain JSON body. The
+reads differ is never taken as unchanged) and every page came as one plain JSON body (streamable
+HTTP) or one line (stdio). The
 context key holds everything else a sync's outcome depends on: the server's slug, contract
 mode and revision, the tenant's scenarios and language, the size limits, the live tool rows
 (name, position, definition hash, certification basis, the admin's overlay), the catalog

@@ -6,10 +6,13 @@ as any answer that is not valid MCP does. Real SDK servers, or an ASGI peer that
 bytes, on loopback; the sync through the services."""
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 from django.db import connection
 
+from tenants.models import ApprovedCommand
 from tests.support.asgi import lifespan, request_body
 from tests.support.faults import MODERN_DISCOVER
 from tests.support.mcp_apps import scripted_app
@@ -23,6 +26,7 @@ from tools.models import Finding, McpServer, Tool
 from tools.services import catalog_sync, server_create, server_target
 
 CACHE_HINTS = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private"}  # required in 2026-07-28
+CATALOG_SCRIPT = str(Path(__file__).resolve().parents[1] / "support" / "catalog_server.py")
 NAMES = ["abrir_caso_soporte", "consultar_caso", "cerrar_caso", "mover_etapa", "crear_cita", "cancelar_cita"]
 
 
@@ -232,3 +236,29 @@ def test_the_same_bytes_in_another_context_go_the_whole_way(alpha, metrics_on, c
         then = (syncs(alpha, before, "unchanged"), syncs(alpha, before, "ok"))
     assert whole_way == (0, 1) and then == (1, 0)
     assert judged_again > judged
+
+
+def test_a_stdio_listing_is_known_by_its_lines(alpha, metrics_on, tmp_path):
+    """P2, M3, M5: over stdio an answer is one line, recognised the same way: a catalog of three
+    pages listed again as it was is `unchanged`; after one tool's description changes (the child
+    reads it from a file as it starts), the sync is `ok`, stores the new words and seals the
+    listing again."""
+    suffix = tmp_path / "suffix"
+    suffix.write_text("")
+    connection.set_schema_to_public()
+    ApprovedCommand.objects.create(
+        slug="catalogo", executable=sys.executable,
+        base_args=[CATALOG_SCRIPT, "--tools", "5", "--page-size", "2", "--suffix-file", str(suffix)],
+    )
+    results = []
+    with alpha.schema():
+        server = server_create(data={"slug": "local", "transport": "stdio", "command": "catalogo", "timeout_seconds": 30.0})
+        for text in ("", "", " Solo para consultas."):
+            suffix.write_text(text)
+            before = counted(alpha)
+            version = catalog_sync(server=server)
+            results.append((version.number, syncs(alpha, before, "unchanged"), syncs(alpha, before, "ok")))
+        description = Tool.objects.get(server=server, name="consultar_item_0002", removed_in__isnull=True).definition["description"]
+        sealed = len(McpServer.objects.get(pk=server.pk).listing_seal["pages"])
+    assert results == [(1, 0, 1), (1, 1, 0), (2, 0, 1)]
+    assert description.endswith("No la uses para crear ítems. Solo para consultas.") and sealed == 3

@@ -157,7 +157,7 @@ async def open_session(
 
 def _transport(target: ServerTarget, exchange: Exchange) -> Any:
     if target.transport == "stdio":
-        exchange.child = ChildProcess(program=basename(target.argv[0]))
+        exchange.child = ChildProcess(program=basename(target.argv[0]), book=exchange.book)
         return stdio_streams(target, exchange.child)
     exchange.http = HttpStatusWatch(budget=ByteBudget(target.max_response_bytes), book=exchange.book)
     if target.transport == "sse":

@@ -9,8 +9,8 @@ An answer that is, byte for byte, one already checked has nothing new to say.
 (`Page`: the sha256 of its body, its item count and next cursor): the same page of the sync's
 first read, or of the listing the stored catalog was read from (tools/sync.py keeps those, with
 everything else the catalog depended on). The transport gives the book every answer to the
-listing's requests whole, before the SDK parses it (`RecognisingStream`, on a JSON body of
-streamable HTTP, inside the byte budget): the book takes its sha256, and when that is the known
+listing's requests whole, before the SDK parses it (`RecognisingStream` on a JSON body of
+streamable HTTP, inside the byte budget; each line of a stdio child): the book takes its sha256, and when that is the known
 page's, the SDK is given a stub answer instead: a result holding only this listing's random
 nonce, which is never sent, so no server can answer it. `RepeatAwareDispatcher` (the SDK's own
 JSON-RPC dispatcher, passed to `ClientSession` through its `dispatcher=` parameter, mcp 2.3)
@@ -18,9 +18,11 @@ raises it as `KnownAnswer(page)` where the raw result leaves the dispatcher, bef
 checks it. A recognised page keeps its body: if its items are needed after all (another page
 changed), `Page.result` parses and checks it then, as the SDK would have.
 
-Every other answer goes the SDK's whole way. One that is not a single JSON body (an SSE stream,
-stdio) is not hashed; when, once parsed, it is equal to the first read's page, only the SDK's
-check of it is skipped, as before.
+Every other answer goes the SDK's whole way. One that is not a single JSON body or line (an SSE
+stream, a compressed body) is not hashed; when, once parsed, it is equal to the first read's
+page, only the SDK's check of it is skipped, as before. A stdio line's digest is kept as the
+page's only once the line has been parsed as the answer to the listing's request (a child may
+write notifications too).
 """
 
 from __future__ import annotations
@@ -109,29 +111,65 @@ class PageBook:
         self.revision = DEFAULT_REVISION  # the session's, set once it is negotiated
         self.digests: dict[int, str] = {}
         self.recognised: dict[int, Page] = {}
-        self.asking: int | None = None  # the page whose answer is awaited (set by the dispatcher)
+        self.asking: int | None = None  # the page whose answer is awaited (`ask`, by the dispatcher)
+        self._in_flight: Any = None  # stdio: the id of the listing's latest request
         self._nonce = secrets.token_hex(16)
 
+    def ask(self, index: int | None) -> None:
+        """The dispatcher sends the request for page `index` (None: no listing request in flight)."""
+        self.asking, self._in_flight = index, None
+
     def answer(self, request: bytes, body: bytes) -> bytes:
-        """The body the SDK is given for a JSON answer to `request` (the body we posted): `body`
-        itself, or a stub when it answers the listing's request for page n with the very bytes
-        of the known page n."""
-        index = self.asking
-        if index is None:
+        """HTTP: the body the SDK is given for a JSON answer to `request` (the body we posted):
+        `body` itself, or a stub when it answers the listing's request for page n with the very
+        bytes of the known page n."""
+        sent = self._listing_request(request)
+        if sent is None:
             return body
+        digest = hashlib.sha256(body).hexdigest()
+        self.digests[self.asking] = digest
+        return self._stub(sent["id"], digest, body) or body
+
+    def posting(self, request: bytes) -> None:
+        """stdio: the transport writes `request`; the listing's request in flight is noted."""
+        if (sent := self._listing_request(request)) is not None:
+            self._in_flight = sent["id"]
+
+    def answer_line(self, line: bytes) -> tuple[bytes, str | None]:
+        """stdio: a line of the child's output while the listing's request is in flight: a stub
+        in its place when it is the known page n's very bytes; else the line itself and its
+        digest, to be `noted` once parsed as the answer (a line may be anything else too)."""
+        if self.asking is None or self._in_flight is None:
+            return line, None
+        digest = hashlib.sha256(line).hexdigest()
+        stub = self._stub(self._in_flight, digest, line)
+        return (stub, None) if stub is not None else (line, digest)
+
+    def noted(self, answer_id: Any, digest: str) -> None:
+        """stdio: the line of `digest` was parsed as the answer to request `answer_id`."""
+        if self.asking is not None and self._in_flight is not None and answer_id == self._in_flight:
+            self.digests[self.asking] = digest
+
+    def _listing_request(self, request: bytes) -> dict[str, Any] | None:
+        """The listing's request for the page awaited, parsed from the bytes we sent, or None."""
+        if self.asking is None:
+            return None
         try:
             sent = json.loads(request)
         except ValueError:
-            return body
+            return None
         if not isinstance(sent, dict) or sent.get("method") != self.method or "id" not in sent:
-            return body
-        digest = hashlib.sha256(body).hexdigest()
-        self.digests[index] = digest
-        known = self.known[index] if index < len(self.known) else None
+            return None
+        return sent
+
+    def _stub(self, request_id: Any, digest: str, body: bytes) -> bytes | None:
+        """For the very bytes of the known page awaited: what the SDK gets in their place."""
+        index = self.asking
+        known = self.known[index] if index is not None and index < len(self.known) else None
         if known is None or known.digest != digest:
-            return body
+            return None
         self.recognised[index] = known.holding(body, self.revision)
-        return json.dumps({"jsonrpc": "2.0", "id": sent["id"], "result": self.stub}).encode()
+        return json.dumps({"jsonrpc": "2.0", "id": request_id, "result": self.stub}).encode()
 
     @property
     def stub(self) -> dict[str, str]:
@@ -169,11 +207,11 @@ class RepeatAwareDispatcher(JSONRPCDispatcher):
         if method != self._book.method:
             return await super().send_raw_request(method, params, opts, **more)
         index, self._asked = self._asked, self._asked + 1
-        self._book.asking = index
+        self._book.ask(index)
         try:
             result = await super().send_raw_request(method, params, opts, **more)
         finally:
-            self._book.asking = None
+            self._book.ask(None)
         recognised = self._book.recognised.pop(index, None)
         if recognised is not None and result == self._book.stub:
             raise KnownAnswer(recognised)
