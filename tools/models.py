@@ -82,6 +82,11 @@ class McpServer(models.Model):
     sync_error_code = models.TextField(blank=True)
     sync_error_params = models.JSONField(default=dict, blank=True)
     synced_at = models.DateTimeField(null=True, blank=True)
+    # The tools/list pages the stored catalog was read from (sha256 of each body, its item count
+    # and next cursor) and the key of everything else it was judged with (tools.sync): a sync
+    # whose reads answer those very bytes in the same context changes nothing, and parses
+    # nothing (P2). Empty when the last sync's reads differed or were not plain JSON.
+    listing_seal = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

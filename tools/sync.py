@@ -5,7 +5,9 @@ catalog changes.
 The listing is hostile input: reading stops one tool past ASIXTO_MAX_TOOLS_PER_SERVER and the
 sync fails (the last catalog stays), and a definition over ASIXTO_MAX_TOOL_DEFINITION_BYTES is
 stored as a stand-in with a blocking finding. A sync writes only what changed: a tool whose
-definition (and certification basis) is unchanged keeps its row, verdict and findings."""
+definition (and certification basis) is unchanged keeps its row, verdict and findings; and a
+sync whose two reads answer the very bytes the stored catalog was read from, in the context it
+was judged in, parses nothing at all (tools.listing_seal, tools.mcp.repeats)."""
 
 import json
 import logging
@@ -35,6 +37,8 @@ from tools.certification import (
     tenant_language,
     tenant_scenarios,
 )
+from tools.listing_seal import is_standing, seal_of, standing_pages
+from tools.mcp.operations import Listing
 from tools.models import CatalogVersion, Finding, McpServer, Tool
 from tools.rows import insert_rows, update_rows, uuids
 from tools.rules.findings import warning
@@ -68,48 +72,66 @@ def sync_mark(*, server: McpServer, status: str, error=None):
 def catalog_sync(*, server: McpServer) -> CatalogVersion:
     """Read the server's catalog twice and store it as a new version with a diff (M5, C7); a sync
     that changes nothing records the sync time and returns the current version (no new one).
-    Network first, then one transaction: a failure half-way stores nothing but the error."""
+    Network first, then one transaction: a failure half-way stores nothing but the error. When
+    both reads answer the very bytes the stored catalog was read from, in the context it was
+    judged in (tools.listing_seal), nothing is parsed, judged or written but the sync time: the
+    sync counts as `unchanged` (asixto_syncs_total)."""
     started = time.monotonic()
     try:
-        version = _sync(server)
+        version, result = _sync(server)
     except Exception:
         metrics.sync_finished(result="error", seconds=time.monotonic() - started)
         raise
-    metrics.sync_finished(result="ok", seconds=time.monotonic() - started)
+    metrics.sync_finished(result=result, seconds=time.monotonic() - started)
     return version
 
 
-def _sync(server: McpServer) -> CatalogVersion:
+def _sync(server: McpServer) -> tuple[CatalogVersion, str]:
     sync_mark(server=server, status=McpServer.SyncStatus.RUNNING)
     try:
         if not server.protocol_version:
             server_probe(server=server)
         target = server_target(server)
-        first = _read_listing(target)
-        second_names = _names(_read_listing(target, previous=first))
+        seal = dict(server.listing_seal or {})
+        first = _read_listing(target, known=standing_pages(server))
+        second = _read_listing(target, previous=first)
     except (mcp.McpError, ApplicationError) as exc:
         sync_mark(server=server, status=McpServer.SyncStatus.ERROR, error=exc)
         raise
     try:
+        if first.unread and second.unread:
+            # Both reads were the sealed pages, byte for byte: the stored catalog is the server's.
+            with transaction.atomic():
+                McpServer.objects.select_for_update().filter(pk=server.pk).first()
+                if is_standing(server, seal):
+                    _mark_synced(server)
+                    return server.versions.order_by("-number").first(), "unchanged"
+            # Another sync or a change of context came in between: the whole way decides.
+        first.read()
+        second.read()
         listed, problems = read_listing(first, max_definition_bytes=settings.ASIXTO_MAX_TOOL_DEFINITION_BYTES)
-        server_findings = _server_findings(server, _names(first), second_names, problems)
+        server_findings = _server_findings(server, _names(first), _names(second), problems)
         with transaction.atomic():
             # One sync at a time per server (and no probe verdict in between): the lock orders
             # them, so version numbers and diffs are computed against what was stored last.
             McpServer.objects.select_for_update().filter(pk=server.pk).first()
             _choose_contract_mode(server, listed)
             version = _store_listing(server, listed, server_findings)
-            now = timezone.now()
-            McpServer.objects.filter(pk=server.pk).update(
-                sync_status=McpServer.SyncStatus.OK, sync_error_code="", sync_error_params={}, synced_at=now, updated_at=now
-            )
-            server.sync_status, server.sync_error_code, server.sync_error_params = McpServer.SyncStatus.OK, "", {}
-            server.synced_at = server.updated_at = now
+            _mark_synced(server, listing_seal=seal_of(server, first, second))
     except Exception:
         log.exception("storing the catalog of %s failed", server.slug)
         sync_mark(server=server, status=McpServer.SyncStatus.ERROR, error=_("The catalog could not be stored; see the logs."))
         raise
-    return version
+    return version, "ok"
+
+
+def _mark_synced(server: McpServer, **fields):
+    now = timezone.now()
+    fields |= {"sync_status": McpServer.SyncStatus.OK, "sync_error_code": "", "sync_error_params": {},
+               "synced_at": now, "updated_at": now}
+    McpServer.objects.filter(pk=server.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(server, name, value)
 
 
 def _choose_contract_mode(server: McpServer, listed: list[ListedTool]):
@@ -122,10 +144,10 @@ def _choose_contract_mode(server: McpServer, listed: list[ListedTool]):
     McpServer.objects.filter(pk=server.pk).update(contract_mode=server.contract_mode)
 
 
-def _read_listing(target, previous=None) -> list:
+def _read_listing(target, previous=None, known=()) -> Listing:
     limit = settings.ASIXTO_MAX_TOOLS_PER_SERVER
-    tools = mcp.list_tools(target, limit=limit, previous=previous)
-    if len(tools) > limit:
+    tools = mcp.list_tools(target, limit=limit, previous=previous, known=known)
+    if tools.count > limit:
         raise ApplicationError(
             format_lazy(
                 _("The server lists more than {limit} tools, the most one server may have. Nothing was stored; "

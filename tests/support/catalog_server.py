@@ -11,6 +11,8 @@ runnable as a script to serve over stdio, with the venv's python and nothing els
     python tests/support/catalog_server.py --flood-stderr 2000000   # noisy, but answers
     python tests/support/catalog_server.py --flood-forever     # noisy and never answers
     python tests/support/catalog_server.py --introspect        # one tool reporting env and cwd
+    python tests/support/catalog_server.py --suffix-file PATH  # the text in PATH ends the second
+                                                               # tool's description (read at start)
     python tests/support/catalog_server.py --noisy-stdout      # prints a banner on stdout
     python tests/support/catalog_server.py --spawn-helper setsid --helper-pidfile PATH
                                        # leaves a sleeping helper behind (in a new session,
@@ -221,6 +223,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pidfile", default=None, metavar="PATH")
     parser.add_argument("--spawn-helper", choices=["setsid", "group"], default=None)
     parser.add_argument("--helper-pidfile", default=None, metavar="PATH")
+    parser.add_argument("--suffix-file", default=None, metavar="PATH")
     args = parser.parse_args(argv)
 
     if args.pidfile:
@@ -240,6 +243,9 @@ def main(argv: list[str] | None = None) -> None:
         threading.Thread(target=_flood_stderr, args=(None,), daemon=True).start()
 
     tools = [_introspection_tool()] if args.introspect else make_tools(args.tools)
+    if args.suffix_file and len(tools) > 1:
+        with open(args.suffix_file) as suffix:
+            tools[1]["description"] += suffix.read()
     server = build_catalog_server(
         tools,
         page_size=args.page_size,

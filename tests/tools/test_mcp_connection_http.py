@@ -166,7 +166,8 @@ def test_a_second_reading_is_checked_unless_it_repeats_the_first_exactly():
         other = list_tools(target, previous=first)
         with pytest.raises(McpError) as caught:
             list_tools(target, previous=first)
-    assert first == again == tools and again.pages == first.pages == valid
+    assert first == again == tools and [page.parsed for page in first.pages] == valid
+    assert all(repeated is page for repeated, page in zip(again.pages, first.pages, strict=True))
     assert repr(first) == "<Listing of 3 items in 2 pages>"  # asyncio describes tasks by their result
     assert other == [tools[1], tools[0], tools[2]]
     assert caught.value.kind == "protocol" and "not valid MCP (tools.1.inputSchema" in caught.value.message

@@ -11,7 +11,7 @@ except the gateway's stdio calls, which reuse a live session per server (stdio_p
     target.py         ServerTarget, ProbeResult
     operations.py     probe, list_tools, list_offered, call_tool (sync) and their async forms
     connection.py     transport + negotiation + error translation
-    repeats.py        a listing page answered exactly as before is not checked by the SDK twice (P2)
+    repeats.py        a listing page answered with the bytes of one already checked is not parsed again (P2)
     http.py           streamable HTTP and SSE, with the real HTTP status kept and bytes bounded
     stdio.py          the child process: explicit env, private cwd, drained stderr, always reaped
     stdio_pool.py     live stdio sessions per process: reused, restarted, closed when idle, bounded

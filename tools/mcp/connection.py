@@ -55,6 +55,7 @@ from tools.mcp.http import (
     streamable_http_streams,
 )
 from tools.mcp.meta import CLIENT_INFO as _CLIENT_INFO
+from tools.mcp.repeats import PageBook
 from tools.mcp.stdio import ChildProcess, stdio_streams, too_large_limit
 from tools.mcp.target import ServerTarget
 
@@ -74,6 +75,7 @@ class Exchange:
     child: ChildProcess | None = None
     http: HttpStatusWatch | None = None
     used_cached_discover: bool = False
+    book: PageBook | None = None  # a listing's pages already checked (repeats.py)
 
     @property
     def server(self) -> dict[str, str]:
@@ -92,12 +94,13 @@ class Exchange:
 
 async def run_operation(
     target: ServerTarget, operation: Callable[[ClientSession, Exchange], Awaitable[T]], *, probe: bool = False,
-    dispatcher: Callable[[Any, Any], Any] | None = None,
+    dispatcher: Callable[[Any, Any], Any] | None = None, book: PageBook | None = None,
 ) -> T:
     """Connect, negotiate, run `operation`, disconnect; raise only `McpError` for server trouble.
     `dispatcher`: builds the session's JSON-RPC dispatcher from the transport's two streams (the
-    SDK's own by default; see repeats.py)."""
-    exchange = Exchange(target)
+    SDK's own by default); `book`: what the transport hands whole JSON answers to (both in
+    repeats.py)."""
+    exchange = Exchange(target, book=book)
     answered, result = False, None
     try:
         with secrets_in_scope(exchange.secrets), anyio.fail_after(target.total_timeout):
@@ -154,9 +157,9 @@ async def open_session(
 
 def _transport(target: ServerTarget, exchange: Exchange) -> Any:
     if target.transport == "stdio":
-        exchange.child = ChildProcess(program=basename(target.argv[0]))
+        exchange.child = ChildProcess(program=basename(target.argv[0]), book=exchange.book)
         return stdio_streams(target, exchange.child)
-    exchange.http = HttpStatusWatch(budget=ByteBudget(target.max_response_bytes))
+    exchange.http = HttpStatusWatch(budget=ByteBudget(target.max_response_bytes), book=exchange.book)
     if target.transport == "sse":
         exchange.method = "GET (event stream)"
         return sse_streams(target, exchange.http)

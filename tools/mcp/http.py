@@ -5,7 +5,9 @@ non-JSON body all become -32603 on streamable HTTP, and on SSE a failed POST is 
 so the request waits for its timeout. A response hook (`HttpStatusWatch`) notes the status and
 `Retry-After` of every POST, so the error translation can report what the server really said,
 and wraps every response body in the operation's byte budget (`tools.mcp.bounds`), so an answer
-larger than the target's `max_response_bytes` is never read whole.
+larger than the target's `max_response_bytes` is never read whole; during a listing, it hands
+each JSON answer whole to the listing's `PageBook`, which recognises a page already checked by
+its bytes before the SDK parses it (`tools.mcp.repeats`).
 
 Every request carries the target's auth headers (set on the httpx client, since
 `streamable_http_client` takes no headers) and verifies TLS certificates; there is no switch
@@ -28,6 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tenants.outbound_http import outbound_async_client
 from tools.mcp.bounds import AsyncBoundedStream, ByteBudget
 from tools.mcp.errors import parse_retry_after
+from tools.mcp.repeats import PageBook, RecognisingStream
 from tools.mcp.target import ServerTarget
 
 # Statuses that say "not now" or "not you" rather than "I speak another protocol revision":
@@ -54,12 +57,16 @@ class HttpStatusWatch:
     status: int | None = None
     retry_after: float | None = None
     budget: ByteBudget = field(default_factory=lambda: ByteBudget(None))
+    book: PageBook | None = None
 
     async def on_response(self, response: httpx2.Response) -> None:
         if self.budget.limit is not None:
             # Every body counts, the SSE transport's event stream (GET) included: it carries the answers.
             length = response.headers.get("content-length")
             response.stream = AsyncBoundedStream(response.stream, budget=self.budget, content_length=length)
+        if self.book is not None and self.book.asking is not None and _is_plain_json_answer(response):
+            # A listing's answer, read whole as the SDK reads it, recognised by its bytes (repeats.py).
+            response.stream = RecognisingStream(response.stream, book=self.book, request=response.request.content)
         # Only POSTs carry requests; the optional GET stream of streamable HTTP may legitimately
         # answer 405 without anything being wrong.
         if response.request.method != "POST" or response.status_code == 202:
@@ -73,6 +80,17 @@ class HttpStatusWatch:
     @property
     def failed(self) -> bool:
         return self.status is not None and self.status >= 400
+
+
+def _is_plain_json_answer(response: httpx2.Response) -> bool:
+    """A POST of ours (a body we built whole) answered with one JSON document, which the SDK
+    reads whole (not an SSE stream), sent without a content encoding (the body is the bytes)."""
+    return (
+        response.request.method == "POST" and 200 <= response.status_code < 300 and response.status_code != 202
+        and response.headers.get("content-type", "").lower().startswith("application/json")
+        and response.headers.get("content-encoding", "identity").strip().lower() == "identity"
+        and isinstance(response.request.stream, httpx2.ByteStream)
+    )
 
 
 @cache

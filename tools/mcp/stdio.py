@@ -26,8 +26,10 @@ stdout is read line by line into the SDK's message streams. One message may be a
 target sets none): past it the rest of the line is skipped, never held, and when the line is an
 answer whose request id can be read (its first or last bytes, where SDK servers write it) the
 request gets a `too_large` error in its place, so the session, which may be shared by other
-calls (tools/mcp/stdio_pool.py), goes on; any other over-long line ends the session. stderr is drained all the time, so a noisy child never blocks on a full
-pipe, and only its last `STDERR_TAIL_BYTES` are kept for the error message. On the way out
+calls (tools/mcp/stdio_pool.py), goes on; any other over-long line ends the session. During a
+listing, a line that is byte for byte a page already checked is not parsed (tools/mcp/repeats.py).
+stderr is drained all the time, so a noisy child never blocks on a full pipe, and only its last
+`STDERR_TAIL_BYTES` are kept for the error message. On the way out
 (success, failure, timeout or cancellation, shielded) stdin is closed; a healthy server gets
 `EXIT_GRACE_SECONDS` to exit on its own (a failed one gets none); then the supervisor's process
 group gets SIGTERM, on which the supervisor SIGKILLs every process below it, and the
@@ -62,6 +64,7 @@ from mcp.shared.message import SessionMessage
 
 from tools.mcp import fence
 from tools.mcp.errors import redact, shorten
+from tools.mcp.repeats import PageBook
 from tools.mcp.target import ServerTarget
 
 logger = logging.getLogger(__name__)
@@ -105,6 +108,7 @@ class ChildProcess:
     stderr_bytes: int = 0
     bad_output: str | None = None  # why its stdout stopped being MCP, if it did
     too_large: int | None = None  # the limit an over-long line passed, when it ended the session
+    book: PageBook | None = None  # a listing's pages already checked, recognised by their bytes (repeats.py)
     # Set (by the transport) once stdout has ended: the server is gone or going.
     output_ended: anyio.Event | None = field(default=None, repr=False)
     _stderr_tail: bytearray = field(default_factory=bytearray, repr=False)
@@ -182,7 +186,7 @@ async def stdio_streams(
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_read_stdout, process, read_send, child, target.max_response_bytes or MAX_MESSAGE_BYTES)
-                tg.start_soon(_write_stdin, process, write_receive, read_send)
+                tg.start_soon(_write_stdin, process, write_receive, read_send, child.book)
                 tg.start_soon(_drain_stderr, process, child, stderr_done)
                 try:
                     async with read_receive, write_send:
@@ -279,7 +283,7 @@ async def _read_stdout(
                         continue
                     pending += piece
                     if pending.strip():
-                        message = _parse(bytes(pending), child)
+                        message = _parse_noting(bytes(pending), child)
                         if message is None:
                             return
                         await send.send(message)
@@ -331,6 +335,18 @@ def too_large_limit(data: object) -> int | None:
     return None
 
 
+def _parse_noting(line: bytes, child: ChildProcess) -> SessionMessage | None:
+    """A line as a message; during a listing, the very bytes of a page already checked are not
+    parsed (the book's stub stands in for them), and the digest of an answer is noted."""
+    if child.book is None:
+        return _parse(line, child)
+    line, digest = child.book.answer_line(line)
+    message = _parse(line, child)
+    if digest is not None and message is not None and isinstance(message.message, types.JSONRPCResponse):
+        child.book.noted(message.message.id, digest)
+    return message
+
+
 def _parse(line: bytes, child: ChildProcess) -> SessionMessage | None:
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
@@ -345,13 +361,16 @@ async def _write_stdin(
     process: Process,
     receive: MemoryObjectReceiveStream[SessionMessage],
     read_send: MemoryObjectSendStream[SessionMessage | Exception],
+    book: PageBook | None = None,
 ) -> None:
     assert process.stdin is not None
     async with receive:
         try:
             async for session_message in receive:
-                line = session_message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                await process.stdin.send(line.encode("utf-8"))
+                line = (session_message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode("utf-8")
+                if book is not None:
+                    book.posting(line)
+                await process.stdin.send(line)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             # The child closed its stdin: nothing sent from now on can be answered, so end the
             # session's read side too instead of letting requests wait for their timeout.
