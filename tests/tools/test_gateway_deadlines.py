@@ -86,6 +86,28 @@ def test_a_retry_gets_only_what_is_left_of_the_calls_deadline(alpha):
     assert first >= deadline / 2 * 1000 and retry < first, outcome.attempt_ms
 
 
+
+def assert_ended_by_the_deadline(outcome, deadline):
+    """The call, retries and all, ended by its deadline plus a third of it: room for a loaded
+    machine, and less than what any attempt given a deadline of its own would add (issue 19)."""
+    assert outcome.duration_ms <= deadline * 4 / 3 * 1000, (outcome.duration_ms, outcome.attempt_ms)
+
+
+def test_retries_never_take_a_call_past_its_deadline(alpha):
+    """G3, issue 19 (mutant: a fresh deadline per direct attempt). The server answers slowly and
+    drops two attempts after three tenths of the deadline each, and never answers the third: the
+    third attempt gets only what is left, so the call ends as one timeout by its deadline. Given a
+    deadline of its own, the third attempt would run from about 0.6 of the deadline to 1.6 of it."""
+    deadline = 6.0
+    peer = FaultyPeer()
+    peer.drop_first, peer.delays = 2, [0.3 * deadline, 0.3 * deadline, 10 * deadline]
+    with serve_asgi(peer.app()) as url:
+        certified_tool(alpha, url, timeout=deadline)
+        outcome = call(alpha)
+    assert (outcome.outcome, outcome.attempts, len(peer.calls)) == ("timeout", 3, 3), (outcome.outcome, outcome.error)
+    assert_ended_by_the_deadline(outcome, deadline)
+
+
 def test_it_ends_a_call_through_the_sdks_streamable_http_at_the_deadline(alpha):
     """G3: a server never probed goes through the SDK (discover, then the call); its tool sends a
     notification on the response stream every 0.3 s: one timeout within the call's deadline."""
