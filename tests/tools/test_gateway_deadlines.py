@@ -4,7 +4,9 @@ stream), the SDK's streamable HTTP and HTTP+SSE transports, and stdio through th
 Each server keeps its answer coming a little at a time (keep-alive comments or notifications every
 0.3 s for 12 s, six times the 2 s deadline) and only then ends it: a read timeout alone never
 fires. The call must end as a `timeout` after one attempt, and the model must be told the tool
-did not answer. Wall-clock is asserted only as a generous ceiling (10x the deadline)."""
+did not answer. Wall-clock is asserted only as a generous ceiling (10x the deadline), except where
+a mutant would only show in how long the call took (issue 19): there the call must end by its
+deadline plus a third of it, which any attempt given a deadline of its own would overrun."""
 
 import sys
 from pathlib import Path
@@ -84,6 +86,43 @@ def test_a_retry_gets_only_what_is_left_of_the_calls_deadline(alpha):
     assert (outcome.outcome, outcome.attempts, len(peer.calls)) == ("timeout", 2, 2), (outcome.outcome, outcome.error)
     first, retry = outcome.attempt_ms
     assert first >= deadline / 2 * 1000 and retry < first, outcome.attempt_ms
+
+
+
+def assert_ended_by_the_deadline(outcome, deadline):
+    """The call, retries and all, ended by its deadline plus a third of it: room for a loaded
+    machine, and less than what any attempt given a deadline of its own would add (issue 19)."""
+    assert outcome.duration_ms <= deadline * 4 / 3 * 1000, (outcome.duration_ms, outcome.attempt_ms)
+
+
+def test_retries_never_take_a_call_past_its_deadline(alpha):
+    """G3, issue 19 (mutant: a fresh deadline per direct attempt). The server answers slowly and
+    drops two attempts after three tenths of the deadline each, and never answers the third: the
+    third attempt gets only what is left, so the call ends as one timeout by its deadline. Given a
+    deadline of its own, the third attempt would run from about 0.6 of the deadline to 1.6 of it."""
+    deadline = 6.0
+    peer = FaultyPeer()
+    peer.drop_first, peer.delays = 2, [0.3 * deadline, 0.3 * deadline, 10 * deadline]
+    with serve_asgi(peer.app()) as url:
+        certified_tool(alpha, url, timeout=deadline)
+        outcome = call(alpha)
+    assert (outcome.outcome, outcome.attempts, len(peer.calls)) == ("timeout", 3, 3), (outcome.outcome, outcome.error)
+    assert_ended_by_the_deadline(outcome, deadline)
+
+
+def test_a_socket_wait_gets_only_what_is_left_of_the_deadline(alpha):
+    """G3, issue 19 (mutant: socket waits not clamped to the time left). The server sends its
+    response head a byte every 0.6 of the deadline, never finishing it: the wait for the second byte
+    starts with 0.4 of the deadline left and must end there, not wait the read timeout the request
+    started with (the whole deadline), which each byte would start again until the server stops."""
+    deadline = 3.0
+    trickle = HeaderTricklingPeer(interval=0.6 * deadline, count=5)
+    with trickle as url:
+        certified_tool(alpha, url, timeout=deadline)
+        outcome = call(alpha)
+        assert_ended_by_the_deadline(outcome, deadline)
+        assert trickle.closed.wait(CEILING) and not trickle.finished.is_set()
+    assert_timed_out(alpha, outcome)
 
 
 def test_it_ends_a_call_through_the_sdks_streamable_http_at_the_deadline(alpha):

@@ -37,17 +37,7 @@ def test_it_never_stores_shows_or_logs_a_secret_the_server_echoes(alpha, caplog,
     assert invoked.status_code == 200 and peer.calls
     body = invoked.json()
     assert body["outcome"] in (("business_error", "invalid_output") if mode == "business" else ("http_error", "protocol_error"))
-    record_over_api = alpha.api().get(f"/api/v1/tool-calls/{body['record_id']}")
-    page = alpha.dashboard("sam").get(f"/calls/{body['record_id']}/")
-    with alpha.schema():
-        row = ToolCall.objects.filter(pk=body["record_id"]).values().get()
-    seen = {
-        "invoke": invoked.content.decode(),
-        "record over the API": record_over_api.content.decode(),
-        "call page": page.content.decode(),
-        "row": json.dumps(row, default=str),
-        "logs": caplog.text + "\n".join(record.getMessage() for record in caplog.records),
-    }
+    row, seen = _everywhere(alpha, invoked, caplog)
     for where, text in seen.items():
         assert TOKEN not in text and API_KEY not in text, f"a secret in the {where}"
     if mode in ("401", "rpc", "business"):
@@ -113,3 +103,50 @@ def test_the_secrets_blanked_are_the_servers_current_ones_and_each_tenants_own(a
         assert outcome.outcome == "protocol_error" and "[redacted]" in outcome.error, outcome.error
         for text in (outcome.error, json.dumps(outcome.error_params), outcome.model_text):
             assert secret not in text and old not in text and other not in text and new not in text
+
+
+def test_a_secret_the_first_layer_lets_through_is_blanked_before_it_is_stored_or_shown(alpha, caplog):
+    """T7, G9, issue 19 (mutant: the second redaction layer in the gateway removed). A real server
+    answers with a JSON-RPC error whose `code` is not a number but the X-Api-Key it received: the
+    direct path keeps such a code as it came (cut to 20 characters), without blanking it, so only
+    the gateway's second layer keeps the key out of the record's params and text, the API, the
+    call page and the logs."""
+
+    class CodeEchoPeer(EchoPeer):
+        async def answer(self, request, headers, send):
+            error = {"code": headers.get("x-api-key", ""), "message": "not allowed"}
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body",
+                        "body": json.dumps({"jsonrpc": "2.0", "id": request["id"], "error": error}).encode()})
+
+    caplog.set_level(logging.DEBUG)
+    peer = CodeEchoPeer("rpc")
+    with serve_asgi(peer.app()) as url:
+        tool = certified_tool(alpha, url, headers=HEADERS, discover=MODERN_DISCOVER)
+        invoked = alpha.api().post(
+            f"/api/v1/tools/{tool.pk}/invoke", json.dumps({"arguments": {"consulta": "x"}}),
+            content_type="application/json",
+        )
+    assert invoked.status_code == 200 and len(peer.calls) == 1
+    body = invoked.json()
+    assert body["outcome"] == "protocol_error"
+    row, seen = _everywhere(alpha, invoked, caplog)
+    # The echo reached the record, blanked: the server's code is there, as the marker.
+    assert row["error_code"] == "peer_error" and row["error_params"]["error_code"] == "[redacted]", row["error_params"]
+    assert "error [redacted]: not allowed" in row["error"], row["error"]
+    for where, text in seen.items():
+        assert API_KEY not in text, f"the API key in the {where}"
+
+
+def _everywhere(world, invoked, caplog):
+    """The call's stored row, and each place a person or a log reader can see it, as text."""
+    record_id = invoked.json()["record_id"]
+    with world.schema():
+        row = ToolCall.objects.filter(pk=record_id).values().get()
+    return row, {
+        "invoke": invoked.content.decode(),
+        "record over the API": world.api().get(f"/api/v1/tool-calls/{record_id}").content.decode(),
+        "call page": world.dashboard("sam").get(f"/calls/{record_id}/").content.decode(),
+        "row": json.dumps(row, default=str),
+        "logs": caplog.text + "\n".join(record.getMessage() for record in caplog.records),
+    }
