@@ -49,10 +49,14 @@ def _is_current(recorded) -> bool:
 
 def _recorded(cursor):
     """The migrations recorded in the template, or None without a template."""
-    table = sql.Identifier(template_name(), "django_migrations").as_string(cursor.connection)
-    cursor.execute("SELECT to_regclass(%s)", [table])
-    if cursor.fetchone()[0] is None:
+    # Read from pg_class with the statement's snapshot, not by to_regclass: that looks the name up in the
+    # session's catalog cache, which a session waiting on the advisory lock has not refreshed, so it
+    # could miss the template another session just built and build it again.
+    cursor.execute("SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+                   "WHERE n.nspname = %s AND c.relname = 'django_migrations'", [template_name()])
+    if cursor.fetchone() is None:
         return None
+    table = sql.Identifier(template_name(), "django_migrations").as_string(cursor.connection)
     cursor.execute(f"SELECT app, name FROM {table}")
     return frozenset(cursor.fetchall())
 

@@ -125,3 +125,34 @@ def test_it_migrates_the_schema_when_the_template_holds_what_the_copy_cannot_mak
     assert {(a, n) for a, n, _ in migrations_applied_at(created.schema_name)} == {
         (a, n) for a, n, _ in migrations_applied_at(TEMPLATE)}
     assert any("cannot be cloned" in record.getMessage() and "hand_made" in record.getMessage() for record in caplog.records)
+
+
+
+def test_a_session_that_found_no_template_sees_the_one_built_meanwhile(django_db_setup, django_db_blocker):
+    """T5, P5: two creations at once while the template is missing: the one that waited on the lock
+    while the other built it reads the new template (and builds nothing) though it looked for it
+    before, in the same transaction. Looked up by name in the session's catalog cache (to_regclass),
+    it stayed missing until the session took a table lock, so the waiter dropped and built it again."""
+    from django.db import connections, transaction
+
+    from tenants.schema_template import _recorded
+
+    probe = "zz_template_probe"
+    with django_db_blocker.unblock():
+        other = connections.create_connection("default")
+        other.ensure_connection()
+        other.set_autocommit(True)  # what it builds is committed at once, as another creation's would be
+        try:
+            with override_settings(ASIXTO_TENANT_TEMPLATE_SCHEMA=probe), transaction.atomic():
+                with connection.cursor() as cursor:
+                    assert _recorded(cursor) is None
+                    with other.cursor() as built_meanwhile:  # another session
+                        built_meanwhile.execute(f"CREATE SCHEMA {probe}")
+                        built_meanwhile.execute(f"CREATE TABLE {probe}.django_migrations (app text, name text)")
+                        built_meanwhile.execute(f"INSERT INTO {probe}.django_migrations VALUES ('tools', '0001_initial')")
+                    assert _recorded(cursor) == {("tools", "0001_initial")}
+        finally:  # this session's transaction is over: it holds no lock on the probe any more
+            with other.cursor() as cursor:
+                cursor.execute(f"DROP SCHEMA IF EXISTS {probe} CASCADE")
+            other.close()
+            connection.close()
