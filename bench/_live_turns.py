@@ -203,6 +203,9 @@ def cpu_snapshot(pids: dict[str, int], web_pid: int, backends: list[int]) -> dic
     snapshot = {name: cpu_seconds(pid) for name, pid in pids.items()}
     snapshot["web"] = cpu_seconds(web_pid) + sum(cpu_seconds(pid) for pid in children(web_pid))
     snapshot["backends"] = {pid: cpu_seconds(pid) for pid in backends}
+    # The machine's CPU time, busy and all (/proc/stat, every CPU): how much was left for anyone.
+    ticks = [int(value) for value in open("/proc/stat").readline().split()[1:]]
+    snapshot["machine"] = ((sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK"), sum(ticks) / os.sysconf("SC_CLK_TCK"))
     return snapshot
 
 
@@ -402,5 +405,9 @@ def report(args, goal, *, lines, sampler, figures, window, left, cpu, poster_cpu
     print(f"  {'PostgreSQL backends':<30} {backends / finished * 1000:6.1f} ms a turn  ({backends / seconds:.2f} of a core; "
           f"the {len(before['backends'])} connections open at the start of the steady part)")
     print(f"  poster (whole run, its own process): {poster_cpu / max(len(lines), 1) * 1000:.1f} ms a turn")
+    ours = sum(after[name] - before[name] for name in ("worker", "web", "model", "mcp")) + backends
+    busy, total = (after["machine"][n] - before["machine"][n] for n in (0, 1))
+    print(f"the machine's CPUs were busy {busy / total:.0%} of the steady part: {ours / seconds:.2f} cores these processes, "
+          f"{(busy - ours) / seconds:.2f} everything else (the poster, this process, other work on the machine)")
     print(f"load average before / at the end of the steady part / after: {loads[0]} / {loads[1]} / {loads[2]} "
           f"({os.cpu_count()} CPUs)")
