@@ -332,8 +332,9 @@ def turn_figures(sampler: Sampler, start: float, steady_from: float, steady_to: 
                           "AND finished_at < to_timestamp(%s)", window).fetchone()[0]
     statuses = dict(db.execute("SELECT status, count(*) FROM runtime_turn WHERE created_at >= to_timestamp(%s) "
                                "GROUP BY 1", [start]).fetchall())
-    errors = dict(db.execute("SELECT error_code, count(*) FROM runtime_turn WHERE created_at >= to_timestamp(%s) "
-                             "AND status = 'failed' GROUP BY 1", [start]).fetchall())
+    errors = {f"{code}: {detail}": count for code, detail, count in db.execute(
+        "SELECT error_code, left(error_detail, 160), count(*) FROM runtime_turn WHERE created_at >= to_timestamp(%s) "
+        "AND status = 'failed' GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 5", [start]).fetchall()}
     routing = db.execute(
         "SELECT count(DISTINCT s.turn_id), count(DISTINCT s.turn_id) FILTER (WHERE jsonb_typeof(s.response->'route') = 'object') "
         "FROM runtime_turnstep s JOIN runtime_turn t ON t.id = s.turn_id WHERE t.created_at >= to_timestamp(%s) "
