@@ -378,14 +378,15 @@ def report(args, goal, *, lines, sampler, figures, window, left, cpu, poster_cpu
     if running:
         # Held only in a steady state: an overloaded platform has many turns running because each
         # takes longer, while the backlog grows without end.
-        growing = queued[-1] > max(20, 3 * queued[0])
-        verdict = ("NOT HELD" if min(running) < goal else "held only while the backlog grows (overloaded)" if growing
+        behind = figures["finished_in_window"] < 0.95 * len(in_window)  # turns pile up as running or queued
+        growing = queued[-1] > max(20, 3 * queued[0]) or behind
+        verdict = ("NOT HELD" if min(running) < goal else "held only while falling behind (overloaded)" if growing
                    else "HELD")
         print(f"turns in flight (running): min {min(running)}, p10 {percentile(running, 0.1)}, "
               f"median {statistics.median(running):.0f}, max {max(running)}  (goal: ≥ {goal} the whole time)  {verdict}")
         print(f"turns queued (posted, not yet claimed): median {statistics.median(queued):.0f}, max {max(queued)}; "
               f"{queued[0]} at the start of the steady part, {queued[-1]} at its end"
-              + ("  (a backlog that grows: more is posted than the platform takes)" if growing else ""))
+              + ("  (falling behind: more is posted than the platform takes)" if growing else ""))
     print(f"throughput: {figures['finished_in_window'] / seconds:.1f} turns/s finished in the steady part "
           f"(posted there: {len(in_window) / seconds:.1f}/s)")
     if figures["median"] is not None:

@@ -31,8 +31,9 @@ turn against the example MCP server; routing on, the tenant's catalog indexed be
 the cheap check reads every message (the stand-in model answers the router with the tool when the
 check asks it). The turns running and queued are sampled every `--sample` s. Printed over the
 steady part (from `--ramp` s of posting until posting stops; `--live 70 --ramp 10` is a minute):
-turns running (min, p10, median, max; the goal is the min) and queued (a backlog that grows means
-R is more than the platform takes), turns finished a second, posted → answered (median, p90),
+turns running (min, p10, median, max; the goal is the min) and queued, turns finished a second
+(fewer finished than posted, or a backlog that grows, means R is more than the platform takes: the
+goal counts as held only without that), posted → answered (median, p90),
 failed posts and turns, how many turns the router was asked for, each process's CPU per turn
 finished (worker, gunicorn, model stand-in, MCP server, PostgreSQL backends; the poster's apart)
 and the load average. `--profile DIR` runs py-spy (`PY_SPY` or on PATH; not a project requirement:
