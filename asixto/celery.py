@@ -24,7 +24,8 @@ Traces (asixto/tracing.py) start in the worker process too, when configured: the
 instrumentation continues the API request's trace from the task's message headers.
 
 Every process of the project imports this module (asixto/__init__.py), so this is where a
-process makes itself non-dumpable (asixto/process.py): stdio MCP servers must not read it."""
+process makes itself non-dumpable (asixto/process.py): stdio MCP servers must not read it. It is
+also where a process asks numpy's BLAS for one thread, before anything loads numpy."""
 
 import logging
 import os
@@ -50,6 +51,11 @@ from asixto.process import make_non_dumpable
 
 make_non_dumpable()
 
+# Numpy's OpenBLAS starts a thread per core and keeps them spinning after each product. The routing
+# encoders' products are small and run on many turns' threads at once (runtime/routing/encoder.py
+# asks for one BLAS thread through threadpoolctl, which is not installed): with the extra threads the
+# routing check took twice the CPU, taken from the web server and PostgreSQL (P4, issue 22).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "asixto.settings")
 
 

@@ -5,13 +5,31 @@ loopback that answers after `--delay` seconds (0: at once).
 
 When the request offers tools and holds fewer than `--tool-calls` tool results, it asks for one
 more call (with new arguments, so the repetition guard never fires); otherwise it answers in prose.
+A pre-routing request (R6: the router's task, no tools) is answered with `--tool` when it is one
+of the candidates, else "none", so a routed turn still calls that tool.
 Runs in its own process so its work is not counted in the benchmark process."""
 
 import argparse
 import asyncio
 import json
+import re
 
 import uvicorn
+
+ROUTER_TASK = "You read a conversation between a customer and a company's agent."  # runtime/routing/router.py
+CANDIDATE = re.compile(r"^- ([^:\s]+):", re.MULTILINE)
+
+
+def router_answer(request: dict, tool: str) -> str | None:
+    """The router's JSON when `request` is a pre-routing request, else None."""
+    messages = request.get("messages") or []
+    task = str(messages[0].get("content") or "") if messages else ""
+    if request.get("tools") or not task.startswith(ROUTER_TASK):
+        return None
+    chosen = tool if tool in CANDIDATE.findall(task) else "none"
+    said = str(messages[-1].get("content") or "").rsplit(": ", 1)[-1]
+    return json.dumps({"tool": chosen, "request": said, "quantity": None, "references": None, "details": {},
+                       "clear": chosen != "none"})
 
 
 def build_app(*, delay: float, tool_calls: int, tool: str):
@@ -30,7 +48,10 @@ def build_app(*, delay: float, tool_calls: int, tool: str):
                 break
         request = json.loads(body)
         done = sum(1 for m in request.get("messages", []) if m.get("role") == "tool")
-        if request.get("tools") and done < tool_calls:
+        routed = router_answer(request, tool)
+        if routed is not None:
+            message, finish = {"content": routed}, "stop"
+        elif request.get("tools") and done < tool_calls:
             arguments = json.dumps({"consulta": f"router {done}"})
             message = {"content": None, "tool_calls": [
                 {"id": f"call_{done}", "type": "function", "function": {"name": tool, "arguments": arguments}}]}

@@ -10,14 +10,43 @@ each request after `--delay` seconds; with `--tool-calls k` each turn also calls
 server k times (k + 2 model requests a turn). `--turns` messages are posted at once through the
 channel service. Every 20 ms the benchmark reads, on one connection of its own, how many turns
 are running and how many connections the worker holds (pg_stat_activity, by the worker's
-application name).
+application name). This mode reports the peak: a burst posted in-process, not a sustained load.
 
-`--db-pool N` gives the worker Django's psycopg pool (max N). Without it the worker runs with the
-shipped settings (no pool, CONN_MAX_AGE=0: a connection per step, opened and closed). The machine's
-PostgreSQL is shared, so the run stops (and says so) if the worker goes over `--max-connections`.
+`--db-pool N` gives the worker Django's psycopg pool with max N. Without it the worker has the
+shipped settings' pool (DB_POOL_MAX_SIZE, 10). The machine's PostgreSQL is shared, so the run
+stops (and says so) if the worker goes over `--max-connections`.
 
 Goal: ≥ 200 turns in flight on one process, within ≤ 20 connections. Database of its own:
-asixto_bench_turn_concurrency (recreated); Redis from REDIS_URL."""
+asixto_bench_turn_concurrency (recreated); Redis from REDIS_URL.
+
+    python bench/turn_concurrency.py --live SECONDS --rate R [--ramp 10] [--concurrency 400] [--db-pool 20]
+                                     [--sample 0.05] [--post-threads 32] [--profile DIR]
+
+P4 sustained (issue 22): turns posted live through the channel API for SECONDS, at R a second,
+by a poster in a process of its own (bench/_poster.py: a channel key, one new conversation and one
+customer message a turn, texts of the soporte dev sets), to gunicorn as `./run` starts it
+(WEB_CONCURRENCY, WEB_THREADS pass through); one worker process (`--pool threads`, a database
+pool of 20 as `./run` gives it); the model answers every request after `--delay` s; one tool call a
+turn against the example MCP server; routing on, the tenant's catalog indexed before the run, so
+the cheap check reads every message (the stand-in model answers the router with the tool when the
+check asks it). The turns running and queued are sampled every `--sample` s. Printed over the
+steady part (from `--ramp` s of posting until posting stops; `--live 70 --ramp 10` is a minute):
+turns running (min, p10, median, max; the goal is the min) and queued, turns finished a second
+(fewer finished than posted, or a backlog that grows, means R is more than the platform takes: the
+goal counts as held only without that), posted → answered (median, p90),
+failed posts and turns, how many turns the router was asked for, each process's CPU per turn
+finished (worker, gunicorn, model stand-in, MCP server, PostgreSQL backends; the poster's apart)
+and the load average. `--profile DIR` runs py-spy (`PY_SPY` or on PATH; not a project requirement:
+`pip install py-spy` elsewhere) on the worker and each web worker in the steady part and prints
+where their GIL went. ASIXTO_ROUTING=0 in the environment runs the same without routing.
+
+Not covered by --live: conversations of more than one message (each turn opens its own: no history
+to read, the gate reads one message), event streams and webhooks (nothing listens for the reply),
+more than one tenant or key (one tenant's caches stay warm), models or tool servers that are slow
+or fail, messages other than the soporte dev sets' (299 texts, cycled, so the per-message caches of
+the routing code see repeats), TLS and a proxy in front, PostgreSQL and Redis on other machines
+(here they share the 2 CPUs), and the beat's periodic sweeps (none runs). The fair-share limits
+(runtime/limits.py) are raised for the tenant: they would refuse messages past 200 in flight."""
 
 import argparse
 import os
@@ -28,17 +57,11 @@ import time
 os.environ.setdefault("ASIXTO_ALLOW_PRIVATE_HOSTS", "1")  # the stand-ins are on loopback (M2)
 
 from _django import setup  # noqa: E402
+from _live_turns import cpu_seconds, index_catalog  # noqa: E402
 from _turns import WORKER_APPLICATION_NAME, example_server, model_server, tenant_with_agent, worker  # noqa: E402
 
 GOAL_IN_FLIGHT = 200
 GOAL_CONNECTIONS = 20
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (Linux /proc): less noisy than wall time on a
-    shared machine."""
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def post_turns(tenant, count: int, threads: int = 8) -> list:
@@ -81,7 +104,22 @@ def main():
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--post-first", action="store_true",
                         help="queue every turn before the worker starts (its capacity alone, posting costs nothing)")
+    live = parser.add_argument_group("--live: turns posted through the channel API by a process of its own")
+    live.add_argument("--live", type=float, metavar="SECONDS", help="post for this long (the steady part starts after --ramp)")
+    live.add_argument("--rate", type=float, default=60, help="turns posted a second")
+    live.add_argument("--ramp", type=float, default=10, help="seconds of posting before the steady part")
+    live.add_argument("--sample", type=float, default=0.05, help="seconds between samples of the turns running")
+    live.add_argument("--post-threads", type=int, default=32, help="the poster's threads (an open loop: enough to keep the rate)")
+    live.add_argument("--profile", metavar="DIR", help="py-spy the worker and each web worker in the steady part (PY_SPY=path)")
     args = parser.parse_args()
+    if args.live:
+        from _live_turns import live as run_live
+
+        if args.concurrency == parser.get_default("concurrency"):
+            args.concurrency = 400
+        args.db_pool = args.db_pool or 20  # as ./run starts the worker
+        args.timeout = max(args.timeout, 120)
+        return run_live(args, GOAL_IN_FLIGHT)
     setup()
     import psycopg
     from django.conf import settings
@@ -91,6 +129,8 @@ def main():
     with model_server(delay=args.delay, tool_calls=args.tool_calls) as model_url, example_server() as mcp_url:
         tenant = tenant_with_agent(slug="bench-flight", model_url=model_url, mcp_url=mcp_url if args.tool_calls else None,
                                    iteration_limit=args.tool_calls + 2)
+        if args.tool_calls:
+            index_catalog(tenant)  # routing reads every message, as in production once the sync's task ran
         schema = tenant.schema_name
         connection.close()
         watcher = psycopg.connect(os.environ["DATABASE_URL"], autocommit=True)
@@ -158,8 +198,9 @@ def main():
     busy = [s[2] for s in samples if s[1] > 0]
     done = totals.get("done", 0) - 1  # the warm-up turn (or the extra one queued first)
     print(f"worker: 1 process, --pool threads --concurrency {args.concurrency}; "
-          f"database connections: {'psycopg pool, max %d' % args.db_pool if args.db_pool else 'no pool (settings as shipped, CONN_MAX_AGE=0)'}")
-    print(f"model answers after {args.delay:g} s; {args.tool_calls} tool calls a turn ({args.tool_calls + (2 if args.tool_calls else 1)} model requests)")
+          f"database connections: {'psycopg pool, max %d' % args.db_pool if args.db_pool else 'the pool of the shipped settings (DB_POOL_MAX_SIZE)'}")
+    print(f"model answers after {args.delay:g} s; {args.tool_calls} tool calls a turn ({args.tool_calls + (2 if args.tool_calls else 1)} model requests"
+          f"{', + the router when the routing check asks it; the catalog indexed first' if args.tool_calls else ''})")
     print(f"turns posted: {args.turns}; done: {done}; failed: {totals.get('failed', 0)} {dict(errors) if errors else ''}; "
           f"still queued or running: {totals.get('queued', 0) + totals.get('running', 0)}")
     if aborted:
