@@ -40,10 +40,8 @@ each costs: README "Sampling, and what metrics and traces cost" (bench/observabi
 What never reaches an exported span (T7, and the customer's privacy): prompts, replies, tool
 arguments and results, secrets. Our spans carry ids, names, counts and outcomes only; the
 customer's message and a tool's arguments are added (cut to 1,000 characters) only when the
-tenant turns "trace contents" on. Whatever the instrumentations record passes `_Scrubbed` on its
-way out: no headers, no query strings or user info in URLs, a server's route instead of its
-path (a password link's token is in the path), SQL without its string literals, exceptions and
-statuses without their messages (an error may quote a value).
+tenant turns "trace contents" on. Whatever the instrumentations record is cleaned on its way out
+(asixto/trace_scrub.py).
 """
 
 import functools
@@ -53,7 +51,9 @@ import re
 from contextlib import nullcontext
 from contextvars import ContextVar
 from types import SimpleNamespace
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
+
+from asixto.trace_scrub import Scrubbed, blanked, without_query
 
 CONTENTS_CHARS = 1000
 TENANT, CONVERSATION, TURN = "asixto.tenant", "asixto.conversation", "asixto.turn"
@@ -89,9 +89,9 @@ def setup(*, service: str = "asixto-web", exporter=None) -> bool:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
         # Endpoint, headers (a collector's token) and timeouts from the standard OTEL_EXPORTER_OTLP_* variables.
-        processor = BatchSpanProcessor(_Scrubbed(OTLPSpanExporter()))
+        processor = BatchSpanProcessor(Scrubbed(OTLPSpanExporter()))
     else:
-        processor = SimpleSpanProcessor(_Scrubbed(exporter))
+        processor = SimpleSpanProcessor(Scrubbed(exporter))
     provider = TracerProvider(resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME") or service}))
     provider.add_span_processor(_ScopeAttributes())
     provider.add_span_processor(processor)
@@ -138,7 +138,7 @@ def _instrumentors():
 
 def _instrument(provider):
     django, celery, httpx = _instrumentors()
-    # No header is captured (OTEL_INSTRUMENTATION_HTTP_CAPTURE_HEADERS_* unset; `_Scrubbed` drops any anyway).
+    # No header is captured (OTEL_INSTRUMENTATION_HTTP_CAPTURE_HEADERS_* unset; `Scrubbed` drops any anyway).
     django.instrument(tracer_provider=provider,
                       excluded_urls=os.environ.get("OTEL_PYTHON_DJANGO_EXCLUDED_URLS") or DEFAULT_EXCLUDED_URLS)
     # Continues the publisher's trace from the task message's headers (JSON messages carry them as they are).
@@ -332,7 +332,7 @@ def http_request(method: str, url: str, headers: dict):
 @functools.lru_cache(maxsize=1024)
 def _request_attributes(method: str, url: str) -> dict:
     # Per server URL, parsed once: a process calls a few model endpoints and MCP servers.
-    attributes = {"http.request.method": method, "url.full": _without_query(url)}
+    attributes = {"http.request.method": method, "url.full": without_query(url)}
     try:
         parts = urlsplit(url)
         port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
@@ -357,7 +357,7 @@ def _sql_span(execute, sql, params, many, context):
         word = _FIRST_WORD.match(sql)
         if word:
             attributes["db.operation"] = word.group(1).upper()
-        attributes["db.statement"] = _blanked(sql)
+        attributes["db.statement"] = blanked(sql)
     span = _tracer.start_span(attributes.get("db.operation", "SQL"), kind=_otel.client, attributes=attributes)
     try:
         return execute(sql, params, many, context)
@@ -416,83 +416,3 @@ class _ScopeAttributes:
 
     def force_flush(self, timeout_millis=30000):
         return True
-
-
-_HEADER_PREFIXES = ("http.request.header.", "http.response.header.")
-_URL_KEYS = ("http.url", "url.full")
-_SERVER_PATH_KEYS = ("http.target", "url.path")
-_STATEMENT_KEYS = ("db.statement", "db.query.text")
-_DROPPED = ("url.query", "url.fragment", "db.query.parameter")
-_STRING_LITERAL = re.compile(r"(?:[EeNnBbXxUu]&?)?'(?:[^']|'')*'")
-
-
-def _blanked(statement: str) -> str:
-    """SQL with each string literal written into it replaced by '?'."""
-    return _STRING_LITERAL.sub("'?'", statement) if "'" in statement else statement
-
-
-@functools.lru_cache(maxsize=1024)
-def _without_query(url: str) -> str:
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        netloc = f"[{host}]" if ":" in host else host
-        if parts.port:
-            netloc = f"{netloc}:{parts.port}"
-    except ValueError:
-        return ""
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-def scrubbed_attributes(attributes, *, server: bool) -> dict:
-    """A span's attributes as they may leave the process (see the module)."""
-    clean = {}
-    for key, value in (attributes or {}).items():
-        if key.startswith(_HEADER_PREFIXES) or key.startswith(_DROPPED):
-            continue
-        if key in _URL_KEYS and isinstance(value, str):
-            if server:
-                continue  # the route stays; the path may hold a token
-            value = _without_query(value)
-        elif key in _SERVER_PATH_KEYS and server:
-            continue
-        elif key == "http.target" and isinstance(value, str):
-            value = value.split("?", 1)[0]
-        elif key in _STATEMENT_KEYS and isinstance(value, str):
-            value = _blanked(value)
-        clean[key] = value
-    return clean
-
-
-class _Scrubbed:
-    """A span exporter around another: each span leaves as `scrubbed_attributes` makes it, its
-    events with their name (an exception's type too) and nothing else, its status without a message."""
-
-    def __init__(self, inner):
-        self._inner = inner
-
-    def export(self, spans):
-        return self._inner.export([self._scrub(span) for span in spans])
-
-    @staticmethod
-    def _scrub(span):
-        from opentelemetry.sdk.trace import Event, ReadableSpan
-        from opentelemetry.trace import SpanKind, Status
-
-        attributes = scrubbed_attributes(span.attributes, server=span.kind == SpanKind.SERVER)
-        if not span.events and span.status.description is None and attributes == span.attributes:
-            return span  # nothing to take out (our own spans, most client ones): not copied
-        events = [Event(event.name, {key: value for key, value in (event.attributes or {}).items() if key == "exception.type"},
-                        event.timestamp) for event in span.events]
-        return ReadableSpan(
-            name=span.name, context=span.context, parent=span.parent, resource=span.resource, links=span.links,
-            attributes=attributes, events=events,
-            kind=span.kind, status=Status(span.status.status_code), start_time=span.start_time, end_time=span.end_time,
-            instrumentation_scope=span.instrumentation_scope,
-        )
-
-    def shutdown(self):
-        self._inner.shutdown()
-
-    def force_flush(self, timeout_millis=30000):
-        return self._inner.force_flush(timeout_millis)

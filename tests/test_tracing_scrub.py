@@ -1,4 +1,4 @@
-"""What the instrumentations record leaves the process cleaned (asixto/tracing.py, `_Scrubbed`):
+"""What the instrumentations record leaves the process cleaned (asixto/trace_scrub.py, `Scrubbed`):
 no headers, no query strings or user info, a server's route instead of its path, SQL without its
 string literals, events and statuses without messages. Plain data, no database."""
 
@@ -7,7 +7,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from asixto.tracing import _Scrubbed, scrubbed_attributes
+from asixto.trace_scrub import Scrubbed, scrubbed_attributes
 
 
 def test_client_urls_lose_their_query_and_user_info_and_headers_are_dropped():
@@ -52,7 +52,7 @@ def test_exception_events_and_statuses_leave_without_their_messages():
     its event keeps the type only, and the span's status its code only."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(_Scrubbed(exporter)))
+    provider.add_span_processor(SimpleSpanProcessor(Scrubbed(exporter)))
     with provider.get_tracer("test").start_as_current_span("turn", kind=SpanKind.INTERNAL,
                                                            record_exception=False, set_status_on_exception=False) as span:
         span.record_exception(ValueError("Key (text)=(mi cédula es 123) already exists"))
