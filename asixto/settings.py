@@ -356,6 +356,9 @@ LOGGING = {
 # worker's claim on a turn lasts without a step before another may take the turn over (R10).
 ASIXTO_MODEL_CONNECT_TIMEOUT = float(os.environ.get("ASIXTO_MODEL_CONNECT_TIMEOUT", 5))
 ASIXTO_MODEL_TIMEOUT = float(os.environ.get("ASIXTO_MODEL_TIMEOUT", 60))
+# Model requests sent again after a transient failure (a dropped or stale connection, 408, 409, 429,
+# 5xx), within the same deadline (runtime/model_client.py): hosted APIs and their load balancers have these.
+ASIXTO_MODEL_RETRIES = envint("ASIXTO_MODEL_RETRIES", 2)
 ASIXTO_EVENT_STREAM_SECONDS = float(os.environ.get("ASIXTO_EVENT_STREAM_SECONDS", 120))
 # Event streams open at once (runtime/stream_slots.py, issue 19 M3): per channel key, per tenant,
 # and per threaded (WSGI) process, where each holds a thread: half of them by default.

@@ -9,11 +9,21 @@ or a choice with neither text nor tool calls). Never a hang: a connect timeout, 
 for the whole answer (checked between reads, so at most one read gap late), and a size cap.
 The API key goes in one header and nowhere else: never in a log line or an error detail.
 
+A transient failure is sent again, up to `ASIXTO_MODEL_RETRIES` times, as the OpenAI SDK does: a
+connection refused, dropped or found stale (a pooled keep-alive connection the server or a load
+balancer closed), and the statuses 408, 409, 429 and 5xx. Between attempts it waits what
+`Retry-After` asks, else a short pause that doubles (with jitter); never past the deadline of the
+whole answer, which all attempts share: a wait that would end after it is not made, and the
+failure is reported as it came. A request has no side effect but its tokens, so sending it again
+is safe; a timeout is not retried (the deadline is spent).
+
 The endpoint belongs to the tenant, so it is checked against the outbound rules before every
 request, and `_client` (the pinned outbound client) connects only to the addresses it checked.
 """
 
 import json
+import logging
+import random
 import time
 from dataclasses import dataclass, field
 
@@ -24,9 +34,13 @@ from asixto import metrics, tracing
 from asixto.json_input import storable
 from tenants.outbound import OutboundRefused, check_url, refusal_of
 from tenants.outbound_http import outbound_client
+from tools.mcp.errors import parse_retry_after
 
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 MAX_DETAIL = 300
+RETRY_STATUSES = frozenset({408, 409, 429})  # and every 5xx
+FIRST_PAUSE_SECONDS = 0.25
+log = logging.getLogger(__name__)
 # The process's HTTP client for model endpoints: pooled and thread-safe (sized for a threads worker
 # with hundreds of turns in flight), no redirects, no cookies, and every connection goes to an
 # address the outbound rules checked (M2: a DNS answer that changes after the check cannot reach a
@@ -69,9 +83,12 @@ class Answer:
 
 
 class ModelError(Exception):
-    def __init__(self, code: str, detail: str, *, status: int | None = None):
+    def __init__(self, code: str, detail: str, *, status: int | None = None, transient: bool = False,
+                 retry_after: float | None = None):
         super().__init__(f"{code}: {detail}")
         self.code, self.detail, self.status = code, detail, status
+        # Worth sending again (see the module), after `retry_after` seconds when the server said so.
+        self.transient, self.retry_after = transient, retry_after
 
     @property
     def sent(self) -> bool:
@@ -85,7 +102,7 @@ UNSENT = frozenset({"model_not_configured", "model_refused"})
 
 def _timeout(deadline_seconds: float) -> httpx.Timeout:
     return httpx.Timeout(
-        connect=settings.ASIXTO_MODEL_CONNECT_TIMEOUT, read=deadline_seconds, write=deadline_seconds, pool=deadline_seconds
+        connect=min(settings.ASIXTO_MODEL_CONNECT_TIMEOUT, deadline_seconds), read=deadline_seconds, write=deadline_seconds, pool=deadline_seconds
     )
 
 
@@ -96,12 +113,14 @@ def _redact(text: str, endpoint: Endpoint) -> str:
 
 @tracing.model_request
 def complete(*, endpoint: Endpoint, messages: list[dict], tools: list[dict] | None = None, deadline: float | None = None,
-             max_tokens: int | None = None) -> Answer:
+             max_tokens: int | None = None, retries: int | None = None) -> Answer:
     """One Chat Completions request; the first choice, or ModelError. `max_tokens` bounds the
-    answer (the connection test's small request); turns leave it to the server."""
+    answer (the connection test's small request); turns leave it to the server. `retries`: how
+    many times a transient failure is sent again (ASIXTO_MODEL_RETRIES unless given)."""
     started = time.monotonic()
     try:
-        answer = _complete(endpoint, messages, tools, deadline, max_tokens)
+        answer = _complete(endpoint, messages, tools, deadline, max_tokens,
+                           settings.ASIXTO_MODEL_RETRIES if retries is None else retries)
     except ModelError as exc:
         metrics.model_request(outcome=exc.code, seconds=time.monotonic() - started)
         raise
@@ -111,7 +130,7 @@ def complete(*, endpoint: Endpoint, messages: list[dict], tools: list[dict] | No
 
 
 def _complete(endpoint: Endpoint, messages: list[dict], tools: list[dict] | None, deadline: float | None,
-              max_tokens: int | None) -> Answer:
+              max_tokens: int | None, retries: int) -> Answer:
     deadline = settings.ASIXTO_MODEL_TIMEOUT if deadline is None else deadline
     if not endpoint.base_url or not endpoint.model:
         raise ModelError("model_not_configured", "no model endpoint or model name in the agent settings")
@@ -127,26 +146,49 @@ def _complete(endpoint: Endpoint, messages: list[dict], tools: list[dict] | None
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if endpoint.api_key:
         headers["Authorization"] = f"Bearer {endpoint.api_key}"
-    body = _send(endpoint, json.dumps(payload, ensure_ascii=False).encode(), headers, deadline)
+    content, until = json.dumps(payload, ensure_ascii=False).encode(), time.monotonic() + deadline
+    for attempt in range(retries + 1):
+        try:
+            # Headers copied: each attempt is a span of its own, with its own traceparent.
+            body = _send(endpoint, content, dict(headers), until, deadline)
+            break
+        except ModelError as exc:
+            pause = _pause(exc, attempt)
+            if attempt == retries or pause is None or time.monotonic() + pause >= until:
+                raise
+            log.info("model request sent again in %.2f s after %s", pause, exc.code)
+            time.sleep(pause)
     return parse_answer(body, endpoint)
 
 
-def _send(endpoint: Endpoint, content: bytes, headers: dict, deadline: float) -> bytes:
-    started = time.monotonic()
+def _pause(error: ModelError, attempt: int) -> float | None:
+    """How long to wait before sending a request that failed with `error` again, or None."""
+    if not error.transient:
+        return None
+    if error.retry_after is not None:
+        return error.retry_after
+    return FIRST_PAUSE_SECONDS * 2**attempt * random.uniform(0.75, 1.25)
+
+
+def _send(endpoint: Endpoint, content: bytes, headers: dict, until: float, deadline: float) -> bytes:
+    """One attempt, over by `until` (time.monotonic()) of a request allowed `deadline` seconds in all."""
+    started = until - deadline
     try:
+        left = max(until - time.monotonic(), 0.001)
         with tracing.http_request("POST", endpoint.url, headers) as traced, \
-                _client.stream("POST", endpoint.url, content=content, headers=headers, timeout=_timeout(deadline)) as response:
+                _client.stream("POST", endpoint.url, content=content, headers=headers, timeout=_timeout(left)) as response:
             traced.answered(response.status_code)
             chunks, size = [], 0
             for chunk in response.iter_bytes():
                 size += len(chunk)
                 if size > MAX_RESPONSE_BYTES:
                     raise ModelError("model_bad_response", f"the answer is larger than {MAX_RESPONSE_BYTES} bytes")
-                if time.monotonic() - started > deadline:
+                if time.monotonic() > until:
                     raise ModelError("model_timeout", f"no complete answer within {deadline:g} s")
                 chunks.append(chunk)
             body = b"".join(chunks)
             status = response.status_code
+            retry_after = parse_retry_after(response.headers.get("retry-after"))
     except httpx.TimeoutException as exc:
         kind = "connect" if isinstance(exc, httpx.ConnectTimeout) else "answer"
         raise ModelError("model_timeout", f"{kind} timeout after {time.monotonic() - started:.1f} s") from exc
@@ -154,9 +196,12 @@ def _send(endpoint: Endpoint, content: bytes, headers: dict, deadline: float) ->
         refused = refusal_of(exc)
         if refused is not None:  # the name now resolves somewhere the rules refuse (M2)
             raise ModelError("model_refused", refused.message) from exc
-        raise ModelError("model_unreachable", _redact(f"{type(exc).__name__}: {exc}", endpoint)) from exc
+        # Refused, reset, or a pooled connection found closed: worth another attempt (not a bad URL).
+        transient = isinstance(exc, (httpx.NetworkError, httpx.RemoteProtocolError))
+        raise ModelError("model_unreachable", _redact(f"{type(exc).__name__}: {exc}", endpoint), transient=transient) from exc
     if status >= 400:
-        raise ModelError("model_http_error", f"HTTP {status}: {_error_message(body, endpoint)}", status=status)
+        raise ModelError("model_http_error", f"HTTP {status}: {_error_message(body, endpoint)}", status=status,
+                         transient=status in RETRY_STATUSES or status >= 500, retry_after=retry_after)
     if not 200 <= status < 300:
         raise ModelError("model_bad_response", f"HTTP {status}", status=status)
     return body

@@ -120,7 +120,7 @@ def ask_router(*, endpoint: Endpoint, conversation: list[dict],
     failed model request; issue 20)."""
     try:
         answer = complete(endpoint=endpoint, messages=router_messages(conversation=conversation, candidates=candidates),
-                          deadline=settings.ASIXTO_ROUTER_TIMEOUT)
+                          deadline=settings.ASIXTO_ROUTER_TIMEOUT, retries=0)  # a failed router is no route, at once
     except ModelError as exc:
         return None, exc.code, (None, None), exc.sent
     return (parse_facts(answer.content, candidates), answer.content[:MAX_ANSWER_CHARS],

@@ -35,6 +35,7 @@ def test_a_failed_model_request_counts_in_usage(alpha, settings, failure, code):
     """Issue 20: the model server answers 500, or nothing in time: the turn fails, and usage
     counts one model request, failed, with no tokens (not an answer without token counts)."""
     settings.ASIXTO_MODEL_TIMEOUT = 0.5
+    settings.ASIXTO_MODEL_RETRIES = 0  # one request on the wire (a request sent again: the test below)
     model = ScriptedModel([failure])
     with serve_asgi(model.app()) as url, agent(alpha, f"{url}/v1"):
         turn = run(alpha, post(alpha, "¿Tienen routers?"))
@@ -43,6 +44,18 @@ def test_a_failed_model_request_counts_in_usage(alpha, settings, failure, code):
     assert steps_of(alpha, turn) == [("model", "failed", None, None)]
     assert usage_totals(alpha) == {"turns": 1, "model_requests": 1, "failed_requests": 1, "requests_without_usage": 0,
                                    "tokens_in": None, "tokens_out": None, "cost": None}
+
+
+def test_a_request_answered_when_sent_again_is_one_answered_request(alpha):
+    """Issue 20, R11: a 503 and then the answer (the client sends it again): usage counts one
+    model request, answered, with its tokens, and no failed one."""
+    model = ScriptedModel([status(503, retry_after="0"), say("Hola", usage={"prompt_tokens": 40, "completion_tokens": 3})])
+    with serve_asgi(model.app()) as url, agent(alpha, f"{url}/v1"):
+        turn = run(alpha, post(alpha, "Hola"))
+    assert (turn.status, turn.reply.text, len(model.requests)) == (Turn.Status.DONE, "Hola", 2)
+    assert steps_of(alpha, turn) == [("model", "done", 40, 3)]
+    assert usage_totals(alpha) == {"turns": 1, "model_requests": 1, "failed_requests": 0, "requests_without_usage": 0,
+                                   "tokens_in": 40, "tokens_out": 3, "cost": None}
 
 
 def test_a_turn_counts_its_answered_and_its_failed_requests(alpha):

@@ -12,7 +12,9 @@ counts it reports, None for none), `status(code, body)` (an HTTP error),
 `garbage()` (a body that is not JSON), `empty()` (no choice), `slow(move, seconds)`,
 `held(move, gate)` (answers once `gate` — a threading.Event — is set); a callable move gets the
 request body and returns a move (a model that answers what it is asked, for concurrent turns).
-`dead_url()` gives a loopback URL where nothing listens.
+`dead_url()` gives a loopback URL where nothing listens. `DroppingModel` is a plain socket
+server that answers or drops each request as its script says, keeping connections alive between
+requests: a pooled connection the server closes is the stale keep-alive of a real deployment.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class Move:
     delay: float = 0.0
     gate: threading.Event | None = None
     hold: float = 60.0  # a gated answer goes out after this long even if the gate stays shut
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 USAGE = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
@@ -70,8 +73,8 @@ def call(name: str, arguments: dict[str, Any] | str, text: str | None = None, us
     return calls((name, arguments), text=text, usage=usage)
 
 
-def status(code: int, body: str = '{"error": {"message": "internal error"}}') -> Move:
-    return Move(status=code, body=body.encode())
+def status(code: int, body: str = '{"error": {"message": "internal error"}}', *, retry_after: str | None = None) -> Move:
+    return Move(status=code, body=body.encode(), headers=(("retry-after", retry_after),) if retry_after is not None else ())
 
 
 def garbage() -> Move:
@@ -119,7 +122,7 @@ class ScriptedModel:
                     await asyncio.sleep(0.01)
             if move.delay:
                 await asyncio.sleep(move.delay)
-            await _send(send, move.status, move.body, move.content_type)
+            await _send(send, move.status, move.body, move.content_type, move.headers)
 
         return app
 
@@ -127,8 +130,9 @@ class ScriptedModel:
         return [tool["function"]["name"] for tool in self.requests[request_index].get("tools", [])]
 
 
-async def _send(send, code: int, body: bytes, content_type: str):
-    headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
+async def _send(send, code: int, body: bytes, content_type: str, extra: tuple[tuple[str, str], ...] = ()):
+    headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode()),
+               *((name.encode(), value.encode()) for name, value in extra)]
     await send({"type": "http.response.start", "status": code, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -140,3 +144,62 @@ def dead_url() -> str:
     port = sock.getsockname()[1]
     sock.close()
     return f"http://127.0.0.1:{port}/v1"
+
+
+class DroppingModel:
+    """A Chat Completions server on a plain socket: request n (counted over every connection) is
+    answered with `answer` (a Move) when `script[n]` is "answer", or its connection is closed
+    without a byte when it is "drop"; the last entry repeats. Answered connections stay open for
+    the next request. `requests` counts requests read, `connections` connections accepted.
+
+        with DroppingModel(["answer", "drop", "answer"], say("hola")) as model:
+            model.url  # the base URL (…/v1)
+    """
+
+    def __init__(self, script: list[str], answer: Move):
+        self.script, self.answer = script, answer
+        self.requests = self.connections = 0
+        self._lock = threading.Lock()
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._server.getsockname()[1]}/v1"
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._server.close()
+        self._thread.join(10)
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _address = self._server.accept()
+            except OSError:  # closed: the block ended
+                return
+            with self._lock:
+                self.connections += 1
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn):
+        with conn:
+            reader = conn.makefile("rb")
+            while True:
+                head = b""
+                while not head.endswith(b"\r\n\r\n"):
+                    line = reader.readline()
+                    if not line:
+                        return  # the client closed it
+                    head += line
+                length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), 0)
+                reader.read(length)
+                with self._lock:
+                    action = self.script[min(self.requests, len(self.script) - 1)]
+                    self.requests += 1
+                if action == "drop":
+                    return
+                body = self.answer.body
+                conn.sendall(b"HTTP/1.1 %d OK\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n"
+                             % (self.answer.status, self.answer.content_type.encode(), len(body)) + body)
