@@ -10,7 +10,7 @@ from django.core.cache import cache
 
 from examples.soporte.desk import SupportDesk
 from examples.soporte.server import build_app
-from runtime.routing import encoder
+from runtime.routing import candidates, encoder
 from runtime.routing.candidates import catalog_index
 from runtime.routing.gate import check
 from runtime.routing.index_store import QUEUED_KEY, _key, live_cards, ready_index
@@ -56,6 +56,9 @@ def soporte_synced(alpha):
         register_soporte(alpha, url)
         with alpha.schema():
             cache.delete_many([_key(card) for card in live_cards()] + [QUEUED_KEY])
+        # and the indexes this process assembled already (a test of the same catalog before this one)
+        with candidates._cache_lock:
+            candidates._cache.clear()
         yield alpha
 
 
