@@ -15,3 +15,11 @@ if [ "$(cat "$peers_stamp" 2>/dev/null || true)" != "$peers_want" ]; then
   fi
   echo "$peers_want" > "$peers_stamp"
 fi
+# mcp-server-fetch simplifies pages with readabilipy, which installs its Node.js dependencies with
+# `npm install` the first time a page is fetched: in the middle of a test, where a second suite (or a
+# concurrent call) would find them half written. Installed here, once, before any test runs.
+readability_js=$(.peers/bin/python -c "import os, readabilipy; print(os.path.join(os.path.dirname(readabilipy.__file__), 'javascript'))")
+if [ ! -d "$readability_js/node_modules" ]; then
+  echo "• installing readabilipy's Node.js dependencies (for mcp-server-fetch)" >&2
+  (cd "$readability_js" && npm install --silent --no-audit --no-fund >&2)
+fi
