@@ -3,12 +3,10 @@
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from asixto.date_fields import TypedDateField
 from runtime.api.serializers import MAX_MESSAGE_CHARS
 from runtime.models import CHANNEL_KINDS, TruncationLog, Turn
 from runtime.search import MAX_QUERY_CHARS, query_problem
-
-DATE = forms.DateInput(attrs={"type": "date"})
-
 
 class RangeMixin:
     def clean(self):
@@ -25,8 +23,8 @@ class ConversationFilterForm(RangeMixin, forms.Form):
     channel_kind = forms.ChoiceField(label=_("Channel kind"), required=False, choices=[("", _("Any kind")), *CHANNEL_KINDS])
     channel_name = forms.CharField(label=_("Channel"), required=False, max_length=40)
     status = forms.ChoiceField(label=_("Turn status"), required=False, choices=[("", _("Any status")), *Turn.Status.choices])
-    since = forms.DateField(label=_("From"), required=False, widget=DATE)
-    until = forms.DateField(label=_("To"), required=False, widget=DATE)
+    since = TypedDateField(label=_("From"), required=False)
+    until = TypedDateField(label=_("To"), required=False)
 
     def clean_q(self):
         if problem := query_problem(self.cleaned_data["q"]):
@@ -37,8 +35,8 @@ class ConversationFilterForm(RangeMixin, forms.Form):
 class TruncationFilterForm(RangeMixin, forms.Form):
     tool = forms.CharField(label=_("Tool"), required=False, max_length=250)
     kind = forms.ChoiceField(label=_("Kind"), required=False, choices=[("", _("Any budget")), *TruncationLog.Kind.choices])
-    since = forms.DateField(label=_("From"), required=False, widget=DATE)
-    until = forms.DateField(label=_("To"), required=False, widget=DATE)
+    since = TypedDateField(label=_("From"), required=False)
+    until = TypedDateField(label=_("To"), required=False)
 
 
 class PlaygroundMessageForm(forms.Form):

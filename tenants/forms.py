@@ -3,6 +3,7 @@
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from asixto.date_fields import TypedDateTimeField
 from tenants.models import CHANNELS, ApiKey, Tenant, default_exposure_policy
 from tenants.outbound import endpoint_problem
 
@@ -107,10 +108,7 @@ class ApiKeyForm(forms.Form):
     scope = forms.ChoiceField(
         label=_("Scope"), choices=[(ApiKey.Scope.CHANNEL, ApiKey.Scope.CHANNEL.label), (ApiKey.Scope.ADMIN, ApiKey.Scope.ADMIN.label)]
     )
-    expires_at = forms.DateTimeField(
-        label=_("Expires"), required=False, widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
-        help_text=_("Optional, in UTC. Empty: the key does not expire."),
-    )
+    expires_at = TypedDateTimeField(label=_("Expires"), required=False, help_text=_("Optional, in UTC. Empty: the key does not expire."))
 
 
 class ApiKeyRotateForm(forms.Form):

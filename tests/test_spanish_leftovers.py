@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from runtime.models import Conversation, Message, Turn
+from runtime.models import Conversation, Message, TruncationLog, Turn
 from tenants.management.commands.demo_setup import DEMO_KEY_NAME
 from tenants.models import ApiKey
 from tenants.services import api_key_create
@@ -88,6 +88,17 @@ def test_date_columns_are_named_as_dates(alpha, objects):
     for path, heading in (("/truncations/", "Fecha"), ("/webhooks/", "Enviado")):
         page = client.get(path, HTTP_ACCEPT_LANGUAGE="es").content.decode()
         assert f"<th>{heading}</th>" in page, path
+
+
+def test_one_truncation_is_one_recorte(alpha, objects):
+    """A3, issue 20 ("1 recortes"): the truncation chart's count agrees with its number."""
+    with alpha.schema():
+        turn = Turn.objects.get(conversation=objects["conversation"])
+        TruncationLog.objects.create(turn=turn, conversation=objects["conversation"], tool_name="crm__buscar", kind="result",
+                                     original_chars=9000, kept_chars=3000)
+    page = alpha.dashboard("sam").get("/truncations/", HTTP_ACCEPT_LANGUAGE="es").content.decode()
+    title = re.search(r'<title id="chart-title">(.*?)</title>', page, flags=re.S).group(1)
+    assert title.startswith("1 recorte del "), title
 
 
 def test_the_landing_page_says_usted(alpha):

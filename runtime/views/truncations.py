@@ -34,6 +34,8 @@ def truncations_page(request):
     page = Paginator(logs, PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
+    if not form.errors:  # the fields show the dates the page covers, as the page's language writes them
+        form = TruncationFilterForm(initial={**filters, "since": window.since, "until": window.until})
     return render(request, "runtime/truncations.html", {
         "nav": "truncations", "form": form, "window": window, "chart": chart, "page": page, "query": query.urlencode(),
         "ranking": reports.overflow_ranking(window, kind=kind), "tool_names": reports.truncated_tool_names(),

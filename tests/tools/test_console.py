@@ -56,6 +56,16 @@ def test_it_asks_before_a_real_write_and_names_what_it_will_do(alpha, soporte, d
     )
 
 
+def test_the_write_warning_reads_naturally_in_spanish(alpha, soporte, desk):
+    """A3, issue 20 ("Nada la marca como prueba."): the confirmation before a real write says, in
+    plain Spanish, that the call is real."""
+    asked = alpha.dashboard("ana").post(f"/tools/{soporte.pk}/", {"arguments": json.dumps(CASE), "channel": "chat"},
+                                        HTTP_ACCEPT_LANGUAGE="es")
+    page = asked.content.decode()
+    assert asked.context["confirm"] and "Es una llamada real: nada indica que sea una prueba." in page
+    assert "Nada la marca" not in page and desk.case_count == 0
+
+
 def test_it_calls_a_read_tool_at_once(alpha, desk):
     """G9: read tools need no confirmation."""
     with serve_asgi(build_app(desk)) as url:

@@ -17,15 +17,15 @@ class EditableFields(HTMLParser):
 
     def __init__(self):
         super().__init__()
-        self.in_post_form, self.disabled_fieldsets, self.editable = False, 0, []
+        self.in_post_form, self.fieldsets, self.editable = False, [], []  # fieldsets: open ones, disabled or not
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
         if tag == "form":
             self.in_post_form = attrs.get("method", "get").lower() == "post" and not attrs.get("action", "").endswith(ANYONE)
-        elif tag == "fieldset" and "disabled" in attrs:
-            self.disabled_fieldsets += 1
-        elif tag in ("input", "select", "textarea") and self.in_post_form and not self.disabled_fieldsets:
+        elif tag == "fieldset":
+            self.fieldsets.append("disabled" in attrs)
+        elif tag in ("input", "select", "textarea") and self.in_post_form and not any(self.fieldsets):
             if attrs.get("type") in ("hidden", "submit", "button"):
                 return
             if "disabled" not in attrs and "readonly" not in attrs:
@@ -34,8 +34,8 @@ class EditableFields(HTMLParser):
     def handle_endtag(self, tag):
         if tag == "form":
             self.in_post_form = False
-        elif tag == "fieldset" and self.disabled_fieldsets:
-            self.disabled_fieldsets -= 1
+        elif tag == "fieldset" and self.fieldsets:
+            self.fieldsets.pop()
 
     @classmethod
     def of(cls, html):
