@@ -62,6 +62,7 @@ from runtime.textcalls import clean_reply, parse_text_calls
 from runtime.turn_writes import LeaseLost, reply_write, step_write, turn_claim
 from tenants.selectors import current_tenant
 from tools.gateway import CallContext, call_tool, flush_records
+from tools.models import Tool, ToolCall
 from tools.routing_examples import routing_examples
 
 log = logging.getLogger(__name__)
@@ -279,6 +280,20 @@ def failure_reply(language):
         return _("Sorry, I cannot answer right now. Please try again in a few minutes.")
 
 
+def acted_failure_reply(language):
+    """The reply of a turn whose model failed after a tool that changes something had done it: the
+    customer must not be told to try again (a second request would do it twice; issue 19)."""
+    with translation.override(language):
+        return _("Your request went through, but I cannot give you the details right now. There is no need to "
+                 "ask for it again: if you want the details, ask me in a few minutes.")
+
+
+def _acted(run: "_Run") -> bool:
+    """Whether a tool that changes something (write or destructive) answered ok in this turn."""
+    return any(outcome == ToolCall.Outcome.OK and getattr(run.tools.get(name), "level", Tool.Level.DESTRUCTIVE) != Tool.Level.READ
+               for name, outcome in run.outcomes)
+
+
 def no_answer_reply(language):
     with translation.override(language):
         return _("Sorry, I could not find an answer to that. Could you say it in other words?")
@@ -322,13 +337,15 @@ def _run(turn: Turn, runner: str, newest: list):
             reply = _reply_step(run, request)
     except ModelError as exc:
         log.info("turn %s: model error %s", turn.pk, exc.code)
-        _finish(turn, runner, reply=failure_reply(run.language), status=Turn.Status.FAILED,
-                error_code=exc.code, error_detail=exc.detail, run=run)
+        reply = acted_failure_reply(run.language) if _acted(run) else failure_reply(run.language)
+        _finish(turn, runner, reply=reply, status=Turn.Status.FAILED, error_code=exc.code, error_detail=exc.detail, run=run)
         return
     if len(reply) > MAX_REPLY_CHARS:
         reply = reply[:MAX_REPLY_CHARS].rsplit(None, 1)[0] + "…"
     # The loop's last model step (if it was the answer) or the reply step is stored with the reply.
-    _finish(turn, runner, reply=reply or no_answer_reply(run.language), status=Turn.Status.DONE,
+    # An empty answer after a tool that acted: asking to say it in other words would have it done twice.
+    unanswered = acted_failure_reply(run.language) if _acted(run) else no_answer_reply(run.language)
+    _finish(turn, runner, reply=reply or unanswered, status=Turn.Status.DONE,
             error_code="" if reply else "no_answer", run=run)
 
 

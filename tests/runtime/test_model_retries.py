@@ -5,11 +5,14 @@ passing (a 4xx such as a bad key, a bad answer) is reported at once, after one r
 
 import pytest
 
+from examples.soporte.desk import SupportDesk
+from examples.soporte.server import build_app
 from runtime.model_client import Endpoint, ModelError, complete
 from runtime.models import Turn
-from tests.runtime.runtime_support import agent, post, run
+from runtime.turn import acted_failure_reply, failure_reply
+from tests.runtime.runtime_support import agent, post, register_soporte, run
 from tests.support.mcp_servers import serve_asgi
-from tests.support.model_server import DroppingModel, ScriptedModel, say, status
+from tests.support.model_server import DroppingModel, ScriptedModel, call, say, status
 
 KEY = "sk-test-secret-0042"
 HELLO = [{"role": "user", "content": "hola"}]
@@ -89,3 +92,33 @@ def test_a_turn_whose_model_connection_drops_once_is_answered(alpha):
         turn = run(alpha, post(alpha, "Hola"))
     assert (turn.status, turn.error_code, turn.reply.text) == (Turn.Status.DONE, "", "Hola, ¿en qué te ayudo?")
     assert model.requests >= 2
+
+
+OPEN_CASE = "soporte__abrir_caso_soporte"
+CASE = {"documento": "1020304050", "tipo": "falla", "descripcion": "No tengo internet desde ayer."}
+
+
+@pytest.mark.parametrize("language, text", [("es", "Ábreme un caso, no tengo internet desde ayer"),
+                                            ("en", "Please open a case for me, my internet has been down since yesterday")])
+def test_a_model_that_fails_after_a_tool_acted_never_asks_the_customer_to_try_again(alpha, language, text):
+    """Issue 19 ("a turn whose side effect already happened never tells the customer to try
+    again"), R11, R7: the model asks for a case to be opened, the server opens it, and every model
+    request after that fails (503, retried and still failing). The reply says the request went
+    through and need not be asked again, in the customer's language, not "try again": a customer
+    who tried again would open a second case."""
+    desk = SupportDesk()
+    model = ScriptedModel([call(OPEN_CASE, CASE), status(503, retry_after="0")])
+    with serve_asgi(build_app(desk)) as tool_url, serve_asgi(model.app()) as url, agent(alpha, f"{url}/v1"):
+        register_soporte(alpha, tool_url)
+        turn = run(alpha, post(alpha, text, language=language))
+    assert (turn.status, turn.error_code, desk.case_count) == (Turn.Status.FAILED, "model_http_error", 1)
+    assert turn.reply.text == acted_failure_reply(language) != failure_reply(language)
+
+
+def test_a_model_that_fails_after_only_reading_still_says_try_again(alpha):
+    """Issue 19, R11: after a tool that only reads, nothing was done, so "try again" is right."""
+    model = ScriptedModel([call("soporte__buscar_producto", {"consulta": "router"}), status(503, retry_after="0")])
+    with serve_asgi(build_app(SupportDesk())) as tool_url, serve_asgi(model.app()) as url, agent(alpha, f"{url}/v1"):
+        register_soporte(alpha, tool_url)
+        turn = run(alpha, post(alpha, "¿Tienen routers?", language="es"))
+    assert (turn.status, turn.reply.text) == (Turn.Status.FAILED, failure_reply("es"))
