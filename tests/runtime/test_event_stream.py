@@ -164,3 +164,33 @@ def closed(response):
     request_finished signal, which would close the test's database connection)."""
     for closer in response._resource_closers:
         closer()
+
+
+def test_the_dashboards_stream_is_bounded_and_a_finished_turns_ends_after_its_replay(alpha, beta, settings):
+    """Issue 19 M3 ("same on the dashboard's /turns/<id>/events/"): a Last-Event-ID past a finished
+    turn's reply ends the dashboard's stream at once (it held it open for the stream's deadline),
+    and at most ASIXTO_STREAMS_PER_TENANT of its streams are open at once: 429 with Retry-After
+    beyond, the slot given back when one closes; another tenant's dashboard is not counted."""
+    settings.ASIXTO_EVENT_STREAM_SECONDS = 20
+    settings.ASIXTO_STREAMS_PER_KEY, settings.ASIXTO_STREAMS_PER_TENANT, settings.ASIXTO_STREAMS_PER_PROCESS = 2, 2, 8
+    finished = queued_turn(alpha, "Hola")
+    with alpha.schema():
+        reply = TurnEvent.objects.create(turn=finished, kind="reply", text="Listo").pk
+    waiting_turn = queued_turn(alpha, "Hola")  # never finishes: its streams stay open until closed
+    other = queued_turn(beta, "Hola")
+    connection.set_schema_to_public()
+    page = alpha.dashboard("ana")
+    resumed = page.get(f"/turns/{finished.pk}/events/", HTTP_LAST_EVENT_ID=str(reply + 1000))
+    assert read_stream(resumed) == []
+    closed(resumed)
+    open_streams = [page.get(f"/turns/{waiting_turn.pk}/events/") for _ in range(2)]
+    refused = page.get(f"/turns/{waiting_turn.pk}/events/")
+    assert [r.status_code for r in open_streams] == [200, 200] and refused.status_code == 429
+    assert int(refused["Retry-After"]) >= 1
+    theirs = beta.dashboard("ana").get(f"/turns/{other.pk}/events/")
+    assert theirs.status_code == 200
+    closed(open_streams[0])
+    reopened = page.get(f"/turns/{waiting_turn.pk}/events/")
+    assert reopened.status_code == 200
+    for response in [*open_streams[1:], reopened, theirs]:
+        closed(response)
