@@ -36,3 +36,17 @@ def test_the_schema_documents_the_status_a_create_and_a_deactivation_answer(alph
     assert "201" in paths["/api/v1/skills"]["post"]["responses"]
     deactivate = paths["/api/v1/users/{id}"]["delete"]["responses"]
     assert "200" in deactivate and "204" not in deactivate
+
+
+def test_the_schema_documents_the_conversation_filters_and_the_event_stream(alpha):
+    """Issue 19 (OpenAPI gaps): `GET /conversations` documents its `customer_ref` and
+    `channel_name` filters (they were undocumented), and a turn's event stream is documented as
+    server-sent events, each with its kind and data, not as one JSON string. Schemathesis only
+    sends the parameters a schema names, so it could not catch either gap."""
+    paths = alpha.api(key="").get("/api/v1/schema/", HTTP_ACCEPT="application/json").json()["paths"]
+    filters = {parameter["name"]: parameter["in"] for parameter in paths["/api/v1/conversations"]["get"]["parameters"]}
+    assert filters["customer_ref"] == "query" and filters["channel_name"] == "query"
+    stream = paths["/api/v1/turns/{id}/events"]["get"]["responses"]["200"]["content"]
+    assert list(stream) == ["text/event-stream"]
+    assert stream["text/event-stream"]["schema"]["type"] == "object"
+    assert {"event", "data"} <= set(stream["text/event-stream"]["schema"]["properties"])
