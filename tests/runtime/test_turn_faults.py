@@ -1,7 +1,12 @@
 """A turn cut short by a passing failure of the platform's own services runs again instead of
 failing for good (issue 19): here its database connection is killed while it writes, the way a
-PostgreSQL restart or failover cuts it."""
+PostgreSQL restart or failover cuts it. A failure that is not passing tells the channel only its
+class; the shipped lease and sweep take a dead worker's turns over within a minute."""
 
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -16,6 +21,7 @@ from runtime.turn import turn_execute
 from tests.runtime.runtime_support import agent, queued_turn, register_soporte, run, run_in_thread
 from tests.support.model_server import ScriptedModel, call, held, say
 from tests.support.mcp_servers import serve_asgi
+from tests.support.web_servers import ROOT
 
 CEILING = 60.0
 
@@ -111,3 +117,19 @@ def test_an_internal_failure_tells_a_channel_key_the_error_class_and_never_its_t
         shown = world.api(world.channel_key).get(f"/api/v1/turns/{failed.pk}").json()
     assert (failed.status, failed.error_code) == ("failed", "internal")
     assert shown["error"] == {"code": "internal", "detail": "ProgrammingError"}, shown["error"]
+
+
+def test_the_shipped_defaults_take_a_killed_workers_turns_over_within_a_minute():
+    """Issue 19 ("turns running on a killed worker waited the 900 s lease"; "a killed worker's
+    turns resume within a minute by default"): with no setting given, a lease renewed just before
+    its worker died runs out after ASIXTO_TURN_LEASE_SECONDS and the next sweep of stalled turns
+    comes at most ASIXTO_STALLED_SWEEP_SECONDS later: together at most a minute. A living runner
+    renews its lease at least three times before it could run out (a late renewal loses no turn)."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith(("ASIXTO_", "DJANGO_"))}
+    printed = subprocess.run(
+        [sys.executable, "-c", "import json; from asixto import settings as s; print(json.dumps([s.ASIXTO_TURN_LEASE_SECONDS,"
+         " s.ASIXTO_TURN_LEASE_RENEW_SECONDS, s.CELERY_BEAT_SCHEDULE['requeue-stalled-turns']['schedule']]))"],
+        cwd=ROOT, env=environment, capture_output=True, text=True, check=True, timeout=120).stdout
+    lease, renew, sweep = json.loads(printed.splitlines()[-1])
+    assert lease + sweep <= 60, (lease, sweep)
+    assert 0 < renew * 3 <= lease, (renew, lease)
