@@ -194,3 +194,35 @@ def test_the_dashboards_stream_is_bounded_and_a_finished_turns_ends_after_its_re
     assert reopened.status_code == 200
     for response in [*open_streams[1:], reopened, theirs]:
         closed(response)
+
+
+def test_a_tenant_holding_its_streams_leaves_the_web_server_serving_health_and_other_tenants(
+        committed_world, committed_other, django_db_blocker):
+    """Issue 19 M3 (8 streams of one channel key stalled the whole web tier: health got no answer;
+    "a web tier that keeps serving health and other tenants while one tenant holds its maximum"):
+    gunicorn gthread with 6 threads, streams held open far longer than the test's ceiling. Tenant A
+    opens streams of a turn that never finishes until it is refused (429 at its 2); the server
+    then still answers /healthz, tenant B's stream and B's other requests while A's are open.
+    Without the limits A's streams took every thread and the next request waited for them."""
+    world, other = committed_world, committed_other
+    env = {"ASIXTO_EVENT_STREAM_SECONDS": "900", "ASIXTO_STREAMS_PER_TENANT": "2", "ASIXTO_STREAMS_PER_PROCESS": "4"}
+    with django_db_blocker.unblock():
+        mine, theirs = queued_turn(world, "Hola"), queued_turn(other, "Hola")
+        connection.set_schema_to_public()
+        with wsgi_server(threads=6, **env) as url, httpx.Client(base_url=url, timeout=60) as client:
+            def open_stream(key, turn):
+                request = client.build_request("GET", f"/api/v1/turns/{turn.pk}/events", headers={"Authorization": f"Bearer {key}"})
+                return client.send(request, stream=True)
+
+            held = []
+            try:
+                while not held or held[-1].status_code == 200 and len(held) < 8:
+                    held.append(open_stream(world.channel_key, mine))
+                held.append(open_stream(other.channel_key, theirs))
+                health = client.get("/healthz", headers={"Host": "localhost"})
+                listed = client.get("/api/v1/conversations", headers={"Authorization": f"Bearer {other.channel_key}"})
+            finally:
+                for response in held:
+                    response.close()
+    assert [response.status_code for response in held] == [200, 200, 429, 200]
+    assert health.status_code == 200 and listed.status_code == 200
