@@ -1,17 +1,24 @@
 """The set-up scripts: what `./run` and `./manage` connect to (A2: a newcomer's second checkout
-must not share the first one's broker)."""
+must not share the first one's broker), and how `./run`'s processes end together (issue 19)."""
 
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
-from contextlib import suppress
+import time
+from collections import Counter
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
+import psutil
 import pytest
 
+from tests.support import waiting
+from tests.support.celery_worker import group_members, run_script_command
 from tests.support.outbound import closed_port
+from tests.support.web_servers import _database_url, process_stop
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -102,3 +109,91 @@ def test_the_embedded_redis_asks_for_a_password():
     finally:
         with suppress(redis.ConnectionError):
             redis.Redis.from_url(url).shutdown(nosave=True)
+
+
+SWEEP_PERIOD = 2  # seconds (30 s in production): several periods pass within the test
+
+
+def run_script_processes(logs: Path, schedule: Path) -> str:
+    """The part of `./run` that starts the Celery worker and beat and ends them together, as
+    written there: the list of pids, the cleanup trap, the worker and beat lines (each with the line
+    that follows it, the pid kept), then `wait -n`. The worker logs to `logs`/worker.log, beat to
+    beat.log and keeps `schedule`; the other processes of `./run` are left out."""
+    script = (ROOT / "run").read_text().replace("\\\n", " ").splitlines()
+    ending = [line for line in script if re.match(r"\s*(pids=\(\)|cleanup\(\)|trap )", line)]
+    assert len(ending) == 3, ending
+    started = []
+    for kind, extra in (("worker", "--loglevel=DEBUG"), ("beat", f"--loglevel=DEBUG --schedule={schedule}")):
+        index = next(n for n, line in enumerate(script) if line.strip().startswith(run_script_command(kind)))
+        started += [f"{run_script_command(kind)} {extra} 2>{logs / kind}.log &", script[index + 1]]
+    return "\n".join([*ending, *started, next(line for line in script if line.strip().startswith("wait -n"))])
+
+
+@contextmanager
+def run_script_started(logs: Path, schedule: Path):
+    """`run_script_processes` in a bash of its own session, on the tests' database and Redis, with
+    the sweeps every SWEEP_PERIOD seconds; the whole group stopped at the end."""
+    environ = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "DATABASE_URL": _database_url(),
+               "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+               "CELERY_CONCURRENCY": "4", "CELERY_DB_POOL_MAX_SIZE": "2",
+               "ASIXTO_WEBHOOK_SWEEP_SECONDS": str(SWEEP_PERIOD), "ASIXTO_STALLED_SWEEP_SECONDS": str(SWEEP_PERIOD)}
+    logs.mkdir(exist_ok=True)
+    for kind in ("worker", "beat"):
+        (logs / f"{kind}.log").touch()
+    process = subprocess.Popen(["bash", "-c", run_script_processes(logs, schedule)], cwd=ROOT, env=environ,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        yield process
+    finally:
+        process_stop(process, own_group=True, grace=20)
+
+
+def beats_of(schedule: Path) -> list[psutil.Process]:
+    """Every live beat process on the machine that keeps `schedule`: this instance's beats."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        words = process.info["cmdline"] or ()
+        if "beat" in words and f"--schedule={schedule}" in words and process.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(process)
+    return found
+
+
+def sweeps_run(worker_log: Path) -> Counter:
+    """The ids of the webhook sweeps the worker ran (beat sends one every SWEEP_PERIOD), with how often."""
+    return Counter(re.findall(r"Task runtime\.tasks\.webhook_outbox_sweep\[([0-9a-f-]+)\] succeeded", worker_log.read_text()))
+
+
+def test_a_worker_killed_under_run_ends_its_beat_and_a_new_run_has_one(committed_world, tmp_path):
+    """Issue 19 (SIGKILL leaked the worker's embedded beat; "the beat runs as its own process, or
+    dies with its worker, never orphaned"): `./run` starts beat as a process of its own and, when
+    any of its processes ends, stops the others (`wait -n`, then the cleanup trap); it does not
+    start a killed worker again. A worker killed with SIGKILL ends that `./run` with a failure and
+    its beat with it: no beat of the instance lives on. `./run` started again has exactly one beat,
+    and each periodic sweep it sends arrives once: no orphan of the first run sends its own."""
+    schedule, first, second = tmp_path / "beat.schedule", tmp_path / "first", tmp_path / "second"
+    with run_script_started(first, schedule) as script:
+        waiting.wait_for(lambda: len(sweeps_run(first / "worker.log")) >= 2, "two sweeps sent by beat and run", 180)
+        assert len(beats_of(schedule)) == 1
+        worker = next(process for process in group_members(script.pid) if "worker" in process.cmdline())
+        worker.send_signal(signal.SIGKILL)
+        # `./run` ends, failing, and takes beat with it (the cleanup trap's SIGTERM).
+        waiting.wait_for(lambda: script.poll() is not None, "./run to end after its worker was killed", 120)
+        with suppress(TimeoutError):
+            waiting.wait_for(lambda: not group_members(script.pid), "the rest of ./run's processes to end", 60)
+        left = [" ".join(process.cmdline()) for process in group_members(script.pid)]
+    assert script.returncode != 0 and left == [] and beats_of(schedule) == []
+
+    with run_script_started(second, schedule) as script:
+        started = time.monotonic()
+        waiting.wait_for(lambda: len(sweeps_run(second / "worker.log")) >= 5, "five sweeps of the new run", 240)
+        beats = [os.getpgid(process.pid) for process in beats_of(schedule)]
+        sent = (second / "beat.log").read_text().count("Sending due task webhook-outbox-sweep")
+        seconds = time.monotonic() - started
+        swept = sweeps_run(second / "worker.log")
+        assert script.poll() is None
+    assert beats == [script.pid]
+    # Each sweep ran once; every one came from the new run's beat, at most one a period (a beat
+    # left from the first run would add one a period of its own). One sent by the first run's beat
+    # as its worker died may still wait in the queue.
+    assert set(swept.values()) == {1}
+    assert len(swept) <= sent + 1 and sent <= seconds / SWEEP_PERIOD + 2, (len(swept), sent, seconds)

@@ -33,7 +33,7 @@ from runtime.models import Message, Turn, TurnEvent
 from runtime.routing.index_store import live_cards, ready_index
 from tests.runtime.runtime_support import CHANNEL_DEFAULTS, agent, recording_app, register_soporte, tool_calls_seen
 from tests.support import waiting
-from tests.support.celery_worker import run_script_process
+from tests.support.celery_worker import group_members, run_script_process
 from tests.support.mcp_servers import serve_asgi
 from tests.support.model_server import ScriptedModel, call, held, say
 from tests.support.mutable_catalog import MutableCatalog
@@ -74,18 +74,6 @@ class Model:
             return say(f"Caso registrado para {order}.")
         move = call(OPEN_CASE, {"documento": "1020304050", "tipo": "falla", "descripcion": f"Sin internet ({order})"})
         return held(move, self.release) if order == MARKED and self.asked[order] == 1 else move
-
-
-def group_members(pgid: int) -> list[psutil.Process]:
-    """The live processes of process group `pgid` (zombies waiting to be reaped are not)."""
-    members = []
-    for process in psutil.process_iter(["pid", "status"]):
-        try:
-            if os.getpgid(process.pid) == pgid and process.info["status"] != psutil.STATUS_ZOMBIE:
-                members.append(process)
-        except (ProcessLookupError, psutil.Error):
-            pass
-    return members
 
 
 def tasks_logged(paths: list[Path], task: str, outcome: str = "succeeded") -> Counter:

@@ -161,6 +161,37 @@ def test_a_number_json_cannot_hold_is_a_clear_400_and_nothing_is_stored(alpha):
         assert not Message.objects.exists() and Conversation.objects.count() == 1
 
 
+def test_a_post_that_fails_stores_nothing(committed_world, django_db_blocker):
+    """Issue 19 ("POST …/messages can answer 500 after the message and turn were committed";
+    "nothing after a commit can turn a success into a 500"): the conversation's `updated_at` is
+    written in the message's own transaction. PostgreSQL refuses that write here (a trigger): the
+    post is an error and neither the message nor its turn was stored, so the customer's retry is
+    not a second turn. With the write after the commit, both were stored behind the 500."""
+    world = committed_world
+    with django_db_blocker.unblock():
+        conversation = start(world)
+        with world.schema(), connection.cursor() as cursor:
+            cursor.execute("CREATE FUNCTION refuse_update() RETURNS trigger LANGUAGE plpgsql AS"
+                           " $$ BEGIN RAISE EXCEPTION 'no update'; END $$")
+            cursor.execute("CREATE TRIGGER refuse_update BEFORE UPDATE ON runtime_conversation"
+                           " FOR EACH ROW EXECUTE FUNCTION refuse_update()")
+        connection.set_schema_to_public()
+        client = world.api(world.channel_key)
+        client.raise_request_exception = False
+        failed = send(client, conversation["messages_url"], {"text": "Hola"})
+        with world.schema():
+            stored = (Message.objects.filter(role="customer").count(), Turn.objects.count())
+            with connection.cursor() as cursor:
+                cursor.execute("DROP TRIGGER refuse_update ON runtime_conversation")
+        connection.set_schema_to_public()
+        retried = send(client, conversation["messages_url"], {"text": "Hola"})
+        with world.schema():
+            after_retry = (Message.objects.filter(role="customer").count(), Turn.objects.count())
+        connection.set_schema_to_public()
+    assert failed.status_code >= 500 and stored == (0, 0), (failed.status_code, stored)
+    assert retried.status_code == 202 and after_retry == (1, 1)
+
+
 @pytest.mark.parametrize("name", ["customer_ref", "channel_name"])
 def test_a_conversation_filter_with_a_nul_is_a_clear_400(alpha, name):
     """Issue 19 (low), A4: a NUL in a filter PostgreSQL cannot compare with: 400 naming it."""

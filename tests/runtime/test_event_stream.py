@@ -164,3 +164,65 @@ def closed(response):
     request_finished signal, which would close the test's database connection)."""
     for closer in response._resource_closers:
         closer()
+
+
+def test_the_dashboards_stream_is_bounded_and_a_finished_turns_ends_after_its_replay(alpha, beta, settings):
+    """Issue 19 M3 ("same on the dashboard's /turns/<id>/events/"): a Last-Event-ID past a finished
+    turn's reply ends the dashboard's stream at once (it held it open for the stream's deadline),
+    and at most ASIXTO_STREAMS_PER_TENANT of its streams are open at once: 429 with Retry-After
+    beyond, the slot given back when one closes; another tenant's dashboard is not counted."""
+    settings.ASIXTO_EVENT_STREAM_SECONDS = 20
+    settings.ASIXTO_STREAMS_PER_KEY, settings.ASIXTO_STREAMS_PER_TENANT, settings.ASIXTO_STREAMS_PER_PROCESS = 2, 2, 8
+    finished = queued_turn(alpha, "Hola")
+    with alpha.schema():
+        reply = TurnEvent.objects.create(turn=finished, kind="reply", text="Listo").pk
+    waiting_turn = queued_turn(alpha, "Hola")  # never finishes: its streams stay open until closed
+    other = queued_turn(beta, "Hola")
+    connection.set_schema_to_public()
+    page = alpha.dashboard("ana")
+    resumed = page.get(f"/turns/{finished.pk}/events/", HTTP_LAST_EVENT_ID=str(reply + 1000))
+    assert read_stream(resumed) == []
+    closed(resumed)
+    open_streams = [page.get(f"/turns/{waiting_turn.pk}/events/") for _ in range(2)]
+    refused = page.get(f"/turns/{waiting_turn.pk}/events/")
+    assert [r.status_code for r in open_streams] == [200, 200] and refused.status_code == 429
+    assert int(refused["Retry-After"]) >= 1
+    theirs = beta.dashboard("ana").get(f"/turns/{other.pk}/events/")
+    assert theirs.status_code == 200
+    closed(open_streams[0])
+    reopened = page.get(f"/turns/{waiting_turn.pk}/events/")
+    assert reopened.status_code == 200
+    for response in [*open_streams[1:], reopened, theirs]:
+        closed(response)
+
+
+def test_a_tenant_holding_its_streams_leaves_the_web_server_serving_health_and_other_tenants(
+        committed_world, committed_other, django_db_blocker):
+    """Issue 19 M3 (8 streams of one channel key stalled the whole web tier: health got no answer;
+    "a web tier that keeps serving health and other tenants while one tenant holds its maximum"):
+    gunicorn gthread with 6 threads, streams held open far longer than the test's ceiling. Tenant A
+    opens streams of a turn that never finishes until it is refused (429 at its 2); the server
+    then still answers /healthz, tenant B's stream and B's other requests while A's are open.
+    Without the limits A's streams took every thread and the next request waited for them."""
+    world, other = committed_world, committed_other
+    env = {"ASIXTO_EVENT_STREAM_SECONDS": "900", "ASIXTO_STREAMS_PER_TENANT": "2", "ASIXTO_STREAMS_PER_PROCESS": "4"}
+    with django_db_blocker.unblock():
+        mine, theirs = queued_turn(world, "Hola"), queued_turn(other, "Hola")
+        connection.set_schema_to_public()
+        with wsgi_server(threads=6, **env) as url, httpx.Client(base_url=url, timeout=60) as client:
+            def open_stream(key, turn):
+                request = client.build_request("GET", f"/api/v1/turns/{turn.pk}/events", headers={"Authorization": f"Bearer {key}"})
+                return client.send(request, stream=True)
+
+            held = []
+            try:
+                while not held or held[-1].status_code == 200 and len(held) < 8:
+                    held.append(open_stream(world.channel_key, mine))
+                held.append(open_stream(other.channel_key, theirs))
+                health = client.get("/healthz", headers={"Host": "localhost"})
+                listed = client.get("/api/v1/conversations", headers={"Authorization": f"Bearer {other.channel_key}"})
+            finally:
+                for response in held:
+                    response.close()
+    assert [response.status_code for response in held] == [200, 200, 429, 200]
+    assert health.status_code == 200 and listed.status_code == 200

@@ -142,6 +142,22 @@ def test_timeouts_and_rate_limits_are_retried(alpha, eager, django_capture_on_co
     assert [a["outcome"] for a in deliveries(alpha, created["id"])] == ["retrying", "delivered"]
 
 
+@pytest.mark.parametrize("status", [429, 503])
+def test_an_unreadable_retry_after_is_ignored_and_the_attempt_recorded_and_retried(
+        alpha, eager, django_capture_on_commit_callbacks, status):
+    """Issue 19 (low): a receiver answering `Retry-After: ²` (a digit to str.isdigit, not a number)
+    left the attempt unrecorded and never retried; the header is now ignored, the planned pause
+    used, and both attempts are recorded."""
+    receiver = Receiver([status, 200], retry_after="²")
+    model = ScriptedModel([say("Listo.")])
+    with serve_asgi(receiver.app()) as hook, serve_asgi(model.app()) as url, agent(alpha, f"{url}/v1"):
+        created = set_webhook(alpha, f"{hook}/hook")
+        converse(alpha, "Hola", django_capture_on_commit_callbacks)
+    assert len(receiver.received) == 2
+    assert [(a["attempt"], a["outcome"], a["status_code"]) for a in deliveries(alpha, created["id"])] == [
+        (1, "retrying", status), (2, "delivered", 200)]
+
+
 def test_a_dead_receiver_is_retried_and_recorded(alpha, eager, django_capture_on_commit_callbacks, settings):
     """A refused connection is recorded with its error and retried, a bounded number of times."""
     settings.ASIXTO_WEBHOOK_RETRY_DELAYS = [0.0]

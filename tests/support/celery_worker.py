@@ -15,6 +15,8 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
+
 from tests.support.web_servers import ROOT, _database_url, process_stop
 
 
@@ -57,6 +59,18 @@ def run_script_command(kind: str) -> str:
     script = (ROOT / "run").read_text().replace("\\\n", " ")  # continued lines as one
     line = next(line for line in script.splitlines() if re.search(rf"^[^#]*\bcelery\b.*\b{kind}\b", line))
     return line.split(" &")[0].strip()
+
+
+def group_members(pgid: int) -> list[psutil.Process]:
+    """The live processes of process group `pgid` (zombies waiting to be reaped are not)."""
+    members = []
+    for process in psutil.process_iter(["pid", "status"]):
+        try:
+            if os.getpgid(process.pid) == pgid and process.info["status"] != psutil.STATUS_ZOMBIE:
+                members.append(process)
+        except (ProcessLookupError, psutil.Error):
+            pass
+    return members
 
 
 @contextmanager

@@ -6,10 +6,10 @@
     receiver.received                          # [Received(headers, body, path), ...] in order
     receiver.arrived.wait(30)                  # set at each request
 
-Extra behaviours: `location` (sent with 3xx answers), `answer_bytes` (a body that large),
-`endless` (a 200 whose body never ends), `before_answer` (called on a thread with the request's
-number, 1 for the first, once the request is kept and before it is answered: a fault made while a
-sender waits for its answer)."""
+Extra behaviours: `location` (sent with 3xx answers), `retry_after` (a Retry-After header on every
+answer), `answer_bytes` (a body that large), `endless` (a 200 whose body never ends),
+`before_answer` (called on a thread with the request's number, 1 for the first, once the request
+is kept and before it is answered: a fault made while a sender waits for its answer)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ class Received:
 class Receiver:
     statuses: list[int] = field(default_factory=lambda: [200])
     location: str = ""
+    retry_after: str = ""  # a Retry-After header on every answer, as written
     answer_bytes: int = 2
     endless: bool = False
     before_answer: Callable[[int], None] | None = None
@@ -58,6 +59,8 @@ class Receiver:
             response_headers = [(b"content-type", b"application/json")]
             if self.location:
                 response_headers.append((b"location", self.location.encode()))
+            if self.retry_after:
+                response_headers.append((b"retry-after", self.retry_after.encode()))
             await send({"type": "http.response.start", "status": status, "headers": response_headers})
             if self.endless:
                 for _ in range(600):

@@ -42,10 +42,13 @@ def test_it_probes_and_lists_every_page_over_sse():
 
 
 @pytest.mark.parametrize(
-    ("status", "headers", "retry_after"), [(401, {}, None), (429, {"Retry-After": "5"}, 5.0), (503, {}, None)]
+    ("status", "headers", "retry_after"),
+    [(401, {}, None), (429, {"Retry-After": "5"}, 5.0), (503, {}, None), (503, {"Retry-After": "²"}, None)],
 )
 def test_it_keeps_the_real_http_status_of_the_event_stream(status, headers, retry_after):
-    """G3: a refused SSE stream keeps its status (and Retry-After) instead of a bare error."""
+    """G3: a refused SSE stream keeps its status (and Retry-After) instead of a bare error. Issue 19
+    (low): `Retry-After: ²` (a digit to str.isdigit, not a number) raised a ValueError here, which
+    crashed the server's sync and left it `running`; it now reads as no Retry-After."""
     with serve_asgi(status_app(status, headers)) as base_url:
         with pytest.raises(McpError) as caught:
             list_tools(sse(f"{base_url}/sse", timeout=2.0))
