@@ -1,9 +1,11 @@
-"""API building blocks shared by every app: the JSON body parser and serializers that reject
-unknown fields (A4)."""
+"""API building blocks shared by every app: the JSON body parser, serializers that take exactly
+what the OpenAPI schema documents (unknown fields, other JSON types, empty filters refused: A4,
+issue 19) and the strict pagination."""
 
 import re
 from datetime import timedelta
 
+from django.http import QueryDict
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from rest_framework import serializers
@@ -33,8 +35,40 @@ class JsonBodyParser(JSONParser):
         return data
 
 
+def json_value_problem(field, value):
+    """Why a JSON value is not what the OpenAPI schema documents for `field`, or None. DRF
+    coerces on its own (`0` for a string, `0` or `"yes"` for a boolean, `1` for a UUID) and
+    measures a text after trimming its spaces: a JSON body gets exactly the documented types,
+    and `maxLength` counts what was sent (issue 19)."""
+    if value is None:
+        return None  # allow_null is the field's own rule
+    if isinstance(field, serializers.BooleanField):
+        return None if isinstance(value, bool) else _("Must be true or false.")
+    if isinstance(field, serializers.IntegerField):
+        return None if isinstance(value, int) and not isinstance(value, bool) else _("Must be a whole number.")
+    if isinstance(field, serializers.FloatField):
+        return None if isinstance(value, int | float) and not isinstance(value, bool) else _("Must be a number.")
+    if isinstance(field, serializers.ListField) and isinstance(value, list):
+        return next(filter(None, (json_value_problem(field.child, item) for item in value)), None)
+    if isinstance(field, serializers.MultipleChoiceField):
+        return None
+    text = isinstance(field, _TEXT_FIELDS) or (
+        isinstance(field, serializers.ChoiceField) and all(isinstance(choice, str) for choice in field.choices))
+    if text and not isinstance(value, str):
+        return _("Must be a string.")
+    if isinstance(field, serializers.CharField) and field.max_length is not None and len(value) > field.max_length:
+        return _("At most %(max)d characters.") % {"max": field.max_length}
+    return None
+
+
+# Fields the schema documents as JSON strings (a decimal is one too: COERCE_DECIMAL_TO_STRING).
+_TEXT_FIELDS = (serializers.CharField, serializers.UUIDField, serializers.DateTimeField, serializers.DateField,
+                serializers.TimeField, serializers.DurationField, serializers.DecimalField)
+
+
 class StrictMixin:
-    """Unknown keys in a payload are an error, not silently ignored: a typo must not look saved."""
+    """Unknown keys in a payload are an error, not silently ignored: a typo must not look saved.
+    In a JSON body each value must be what the schema documents (json_value_problem)."""
 
     def to_internal_value(self, data):
         errors = {}
@@ -45,16 +79,23 @@ class StrictMixin:
                     errors[name] = [_("Unknown field.")]
                 elif field.read_only:
                     errors[name] = [_("This field is read only.")]
-        try:
-            value = super().to_internal_value(data)
-        except serializers.ValidationError as exc:
-            # Report every problem at once: the unknown keys and the invalid values.
-            if isinstance(exc.detail, dict):
-                exc.detail.update(errors)
-            raise
-        if errors:
-            raise serializers.ValidationError(errors)
-        return value
+                elif not isinstance(data, QueryDict) and (problem := json_value_problem(field, data[name])):
+                    errors[name] = [problem]
+        return validated_with(super().to_internal_value, data, errors)
+
+
+def validated_with(to_internal_value, data, problems):
+    """DRF's validation of `data`, reporting `problems` (field → messages) found before it too:
+    every problem at once, the unknown keys and the invalid values."""
+    try:
+        value = to_internal_value(data)
+    except serializers.ValidationError as exc:
+        if isinstance(exc.detail, dict):
+            exc.detail.update(problems)
+        raise
+    if problems:
+        raise serializers.ValidationError(problems)
+    return value
 
 
 class StrictSerializer(StrictMixin, serializers.Serializer):
@@ -65,7 +106,25 @@ class StrictModelSerializer(StrictMixin, serializers.ModelSerializer):
     pass
 
 
-class PeriodSerializer(StrictSerializer):
+class QueryMixin:
+    """Query parameters: one sent empty (`?state=`) is invalid unless its field allows blank. DRF
+    reads an empty value as an HTML form means it, as not sent: `?until=` would silently list
+    everything, where the schema documents a date (issue 19)."""
+
+    def to_internal_value(self, data):
+        empty = {}
+        if isinstance(data, QueryDict):
+            empty = {name: [_("Empty: leave the parameter out not to filter by it.")]
+                     for name, field in self.fields.items()
+                     if data.get(name) == "" and not getattr(field, "allow_blank", False)}
+        return validated_with(super().to_internal_value, data, empty)
+
+
+class QuerySerializer(QueryMixin, serializers.Serializer):
+    """The filters of a list, read from its query parameters (the pagination's pass through)."""
+
+
+class PeriodSerializer(QueryMixin, StrictSerializer):
     """Query parameters of a figure over a period: `since` (default: `until` minus 30 days) and
     `until` (default: now), at most MAX_PERIOD_DAYS apart; a reversed or longer period is a 400."""
 
@@ -86,9 +145,39 @@ class PeriodSerializer(StrictSerializer):
 
 
 class ListPagination(LimitOffsetPagination):
-    """Every list: `?limit=` and `?offset=`, 50 by default, never more than `max_limit` (A1, A4)."""
+    """Every list: `?limit=` and `?offset=`, 50 by default, never more than `max_limit` (A1, A4).
+    A value that is not a whole number in range is a 400, not silently the default: a client
+    paging with a broken offset must not be shown the first page again (issue 19)."""
 
     max_limit = 200
+
+    def get_limit(self, request):
+        limit = self._whole_number(request, self.limit_query_param, minimum=1)
+        return self.default_limit if limit is None else min(limit, self.max_limit)
+
+    def get_offset(self, request):
+        offset = self._whole_number(request, self.offset_query_param, minimum=0)
+        return 0 if offset is None else offset
+
+    @staticmethod
+    def _whole_number(request, name, *, minimum):
+        if name not in request.query_params:
+            return None
+        raw = request.query_params[name]
+        if not _WHOLE_NUMBER.fullmatch(raw) or int(raw) < minimum:
+            raise serializers.ValidationError(
+                {name: [_("Must be a whole number, at least %(minimum)d.") % {"minimum": minimum}]})
+        return int(raw)
+
+    def get_schema_operation_parameters(self, view):
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            minimum = 1 if parameter["name"] == self.limit_query_param else 0
+            parameter["schema"] = {"type": "integer", "minimum": minimum}
+        return parameters
+
+
+_WHOLE_NUMBER = re.compile(r"[0-9]{1,100}")
 
 
 def schema_doc_excludes():

@@ -283,7 +283,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "asixto.api.ListPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "asixto.errors.exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "asixto.api_schema.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {

@@ -7,6 +7,7 @@ from rest_framework import generics, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from asixto.api import QuerySerializer
 from runtime.builtins.delivery import scheduled_cancel
 from runtime.builtins.models import FollowUp, Reminder
 
@@ -25,7 +26,7 @@ class FollowUpSerializer(serializers.ModelSerializer):
         fields = [*COMMON, "reason"]
 
 
-class ScheduledFilterSerializer(serializers.Serializer):
+class ScheduledFilterSerializer(QuerySerializer):
     conversation = serializers.UUIDField(required=False)
     state = serializers.ChoiceField(choices=Reminder.State.choices, required=False)
 

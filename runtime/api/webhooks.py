@@ -11,7 +11,7 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from asixto.api import StrictSerializer
+from asixto.api import QuerySerializer, StrictSerializer
 from asixto.errors import ApplicationError
 from runtime import webhooks
 from runtime.models import ChannelWebhook, WebhookDelivery
@@ -67,7 +67,7 @@ class DeliverySerializer(serializers.ModelSerializer):
                   "error_code", "error_params", "error", "duration_ms", "created_at"]
 
 
-class DeliveryFilterSerializer(serializers.Serializer):
+class DeliveryFilterSerializer(QuerySerializer):
     turn = serializers.UUIDField(required=False)
     outcome = serializers.ChoiceField(choices=WebhookDelivery.Outcome.choices, required=False)
 

@@ -1,6 +1,7 @@
 """Input and output serializers for the tenant, API-key and operator endpoints."""
 
 from django.utils.translation import gettext_lazy as _
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from asixto.api import StrictModelSerializer, StrictSerializer
@@ -9,6 +10,12 @@ from tenants.outbound import endpoint_problem
 from tenants.services import MAX_GRACE_MINUTES
 
 
+_LEVELS_SCHEMA = {"type": "array", "items": {"type": "string", "enum": list(LEVELS)}}
+
+
+# Only the known channels are keys (an unknown one is a 400): the schema names them (issue 19).
+@extend_schema_field({"type": "object", "properties": dict.fromkeys(CHANNELS, _LEVELS_SCHEMA),
+                      "additionalProperties": False})
 class ExposurePolicyField(serializers.DictField):
     """channel → tool levels agents may use there (M7), e.g. {"voice": ["read"]}."""
 

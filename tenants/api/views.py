@@ -55,7 +55,7 @@ class ApiKeyDetailView(APIView):
     def get(self, request, pk):
         return Response(s.ApiKeySerializer(get_object_or_404(tenant_api_keys(request), pk=pk)).data)
 
-    @extend_schema(responses=s.ApiKeySerializer, description="Revoke the key. It stops working at once.")
+    @extend_schema(responses={200: s.ApiKeySerializer}, description="Revoke the key. It stops working at once.")
     def delete(self, request, pk):
         key = services.api_key_revoke(key=get_object_or_404(tenant_api_keys(request), pk=pk))
         return Response(s.ApiKeySerializer(key).data)
@@ -151,7 +151,7 @@ class OperatorCommandDetailView(APIView):
         command = stdio_commands.approved_command_update(command=command, data=data.validated_data)
         return Response(s.ApprovedCommandSerializer(command).data)
 
-    @extend_schema(responses=s.ApprovedCommandSerializer, description="Disable the command (the approval is kept).")
+    @extend_schema(responses={200: s.ApprovedCommandSerializer}, description="Disable the command (the approval is kept).")
     def delete(self, request, slug):
         command = stdio_commands.approved_command_disable(command=get_object_or_404(ApprovedCommand, slug=slug))
         return Response(s.ApprovedCommandSerializer(command).data)

@@ -53,9 +53,12 @@ def test_an_admin_sets_the_prices_in_the_settings(alpha):
 def test_the_prices_are_agent_settings_in_the_api(alpha):
     """Issue 20, T6, A4: PATCH /api/v1/tenant sets and clears them; a bad value is a 400 with a code."""
     api = alpha.api()
-    response = api.patch("/api/v1/tenant", {"price_in_per_million": "2.5", "price_out_per_million": 10},
+    response = api.patch("/api/v1/tenant", {"price_in_per_million": "2.5", "price_out_per_million": "10"},
                          content_type="application/json")
     assert response.status_code == 200, response.content
+    # A decimal is a JSON string, as the schema documents it (issue 19): a number is refused.
+    number = api.patch("/api/v1/tenant", {"price_in_per_million": 3}, content_type="application/json")
+    assert number.status_code == 400 and "price_in_per_million" in number.json()["error"]["fields"]
     assert (response.json()["price_in_per_million"], response.json()["price_out_per_million"]) == ("2.5000", "10.0000")
     bad = api.patch("/api/v1/tenant", {"price_out_per_million": "-3"}, content_type="application/json")
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid"

@@ -4,7 +4,7 @@ from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from asixto.api import StrictModelSerializer, StrictSerializer
+from asixto.api import QuerySerializer, StrictModelSerializer, StrictSerializer
 from tenants.stdio_commands import MAX_VALUE_CHARS, MAX_VARS
 from tools.auth_headers import MAX_VALUE, auth_header_problems
 from tools.models import CatalogVersion, Finding, McpServer, RoutingExample, Tool, ToolCall
@@ -211,14 +211,14 @@ class ToolCallSerializer(serializers.ModelSerializer):
         ]
 
 
-class ToolFilterSerializer(serializers.Serializer):
+class ToolFilterSerializer(QuerySerializer):
     server = serializers.CharField(max_length=20, required=False, source="server_slug")
     certification = serializers.ChoiceField(choices=Tool.Certification.choices, required=False, allow_blank=True)
     level = serializers.ChoiceField(choices=Tool.Level.choices, required=False, allow_blank=True)
     q = serializers.CharField(max_length=100, required=False, allow_blank=True, source="text")
 
 
-class ToolCallFilterSerializer(serializers.Serializer):
+class ToolCallFilterSerializer(QuerySerializer):
     tool = serializers.UUIDField(required=False, source="tool_id")
     outcome = serializers.ChoiceField(choices=ToolCall.Outcome.choices, required=False)
     turn = serializers.UUIDField(required=False, source="turn_id")
