@@ -68,6 +68,7 @@ SECRET_PREFIX = "whsec_"
 MAX_ANSWER_BYTES = 16 * 1024  # of the receiver's answer: only its status matters
 MAX_RETRY_AFTER = 3600.0
 RETRYABLE_STATUSES = {408, 429}
+MAX_ROTATIONS_FOLLOWED = 20  # a key's chain of replacements, read one key at a time
 # A task sending an owed delivery holds it for ASIXTO_WEBHOOK_TIMEOUT (which bounds the whole POST)
 # plus this, from its claim and again from the moment the attempt is stored `sending`: the name
 # lookup before the POST (at most 5 s) and a slow moment of a loaded process fit in it. A task killed
@@ -174,16 +175,22 @@ def webhook_rotate_secret(*, webhook: ChannelWebhook) -> str:
 # ---------------------------------------------------------------- queueing
 
 def _webhook_for(api_key_id):
-    """The enabled webhook of `api_key_id`, if the key is still usable (a revoked or expired
-    key's integration gets nothing more). A key rotated with a grace still reaches the webhook,
-    which moved to the key that replaced it (issue 20)."""
+    """The enabled webhook of the integration that posted with `api_key_id`: the webhook moves
+    with each rotation to the key that replaced the old one (issue 20), so the chain of
+    replacements is followed to the key that holds it now, which must be usable. A turn running,
+    or a reminder pending, while its key was rotated is still delivered; a revoked or expired key
+    that nothing replaced gets nothing more."""
     if api_key_id is None:
         return None
-    key = ApiKey.objects.usable().filter(pk=api_key_id).values("pk", "replaced_by_id").first()
-    if key is None:
-        return None
-    owners = [key["pk"]] + ([key["replaced_by_id"]] if key["replaced_by_id"] else [])
-    return ChannelWebhook.objects.filter(api_key_id__in=owners, enabled=True).only("id").first()
+    seen = []
+    while api_key_id is not None and api_key_id not in seen and len(seen) < MAX_ROTATIONS_FOLLOWED:
+        api_key_id = uuid.UUID(str(api_key_id))  # given as text by some callers
+        seen.append(api_key_id)
+        api_key_id = ApiKey.objects.filter(pk=api_key_id).values_list("replaced_by_id", flat=True).first()
+    usable = ApiKey.objects.usable().filter(pk__in=seen).values("pk")  # a subquery of the one statement below
+    hooks = {hook.api_key_id: hook
+             for hook in ChannelWebhook.objects.filter(api_key_id__in=usable, enabled=True).only("id", "api_key_id")}
+    return next((hooks[key] for key in reversed(seen) if key in hooks), None)  # the newest key's
 
 
 def webhook_follow_rotation(*, old: ApiKey, new: ApiKey) -> None:

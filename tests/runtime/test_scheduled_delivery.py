@@ -160,6 +160,31 @@ def test_not_yet_due_and_cancelled_items_are_not_sent(alpha, eager, django_captu
             assert Reminder.objects.get(pk=later.pk).state == "delivered"
 
 
+def test_a_reminder_pending_while_its_key_was_rotated_reaches_the_webhook_that_moved(
+        alpha, eager, django_capture_on_commit_callbacks):
+    """R12, issue 20 (rotation): a reminder scheduled through a channel key that is then rotated
+    with no grace (the old key revoked at once, its webhook moved to the new key) is still sent
+    to that webhook when due; once the integration's current key is revoked, nothing is."""
+    receiver = Receiver([200])
+    now = timezone.now()
+    with serve_asgi(receiver.app()) as hook:
+        old = hook_for(alpha, f"{hook}/hook")
+        [first, second] = scheduled(alpha, due=now + timedelta(hours=1), count=2)
+        rotated = alpha.api().post(f"/api/v1/api-keys/{old.pk}/rotate", "{}", content_type="application/json")
+        assert rotated.status_code == 201, rotated.content
+        with alpha.schema():
+            Reminder.objects.filter(pk=first.pk).update(due_at=now - timedelta(minutes=1))
+        sweep(django_capture_on_commit_callbacks)
+        assert [request.headers["x-asixto-event"] for request in receiver.received] == ["reminder.due"]
+        assert alpha.api().delete(f"/api/v1/api-keys/{rotated.json()['id']}").status_code == 200
+        with alpha.schema():
+            Reminder.objects.filter(pk=second.pk).update(due_at=now - timedelta(minutes=1))
+        sweep(django_capture_on_commit_callbacks)
+        assert len(receiver.received) == 1
+        with alpha.schema():
+            assert Reminder.objects.get(pk=second.pk).state == "delivered"  # in the conversation, as a notice
+
+
 def test_admins_cancel_in_the_dashboard_and_support_staff_cannot(alpha):
     """R12, T4, A2: the conversation page lists the pending reminder with a cancel button for
     admins; support staff see it without one and their POST is refused."""

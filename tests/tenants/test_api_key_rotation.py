@@ -89,7 +89,8 @@ def test_bad_rotations_get_a_clear_error_and_change_nothing(alpha):
 
 def test_the_webhook_of_a_rotated_key_follows_the_new_key(alpha):
     """Issue 20, R1: the integration's webhook moves to the new key; turns posted with the old
-    key during the grace are still pushed to it."""
+    key are still pushed to it, during the grace and after (a turn still running, a reminder set
+    before the rotation); once the integration's current key is revoked, nothing is."""
     old, old_plaintext = api_key_create(tenant=alpha.tenant, name="wa", scope=ApiKey.Scope.CHANNEL)
     created = alpha.api(old_plaintext).post("/api/v1/webhooks", json.dumps({"url": "https://93.184.216.34/hook"}),
                                             content_type="application/json")
@@ -103,4 +104,7 @@ def test_the_webhook_of_a_rotated_key_follows_the_new_key(alpha):
             assert row is not None and row[1]["webhook_id"] == webhook.pk
     ApiKey.objects.filter(pk=old.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     with alpha.schema():
-        assert outbox_row(api_key_id=old.pk) is None
+        assert outbox_row(api_key_id=old.pk)[1]["webhook_id"] == webhook.pk
+    api_key_revoke(key=ApiKey.objects.get(pk=body["id"]))
+    with alpha.schema():
+        assert outbox_row(api_key_id=old.pk) is None and outbox_row(api_key_id=body["id"]) is None
