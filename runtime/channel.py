@@ -1,14 +1,18 @@
 """What a channel does (R1, A1): start a conversation, post a customer message. Posting stores the
 message and its turn, and queues the turn once both are committed, so a worker never looks for a
 row that is not there yet. A channel retrying its own post sends the same `external_id`: the
-second post, even while the first is still being stored, returns the first turn.
+second post, even while the first is still being stored, returns the first turn; the same
+`external_id` with another text is a conflict (409), never a silent duplicate that loses the text.
 """
 
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
+from django.utils.translation import gettext as _
+
 from asixto import tracing
+from asixto.errors import ApplicationError
 from runtime.models import Conversation, Message, Turn
 from tenants.selectors import current_tenant
 
@@ -26,8 +30,15 @@ def conversation_start(*, data: dict) -> Conversation:
     return Conversation.objects.create(**values)
 
 
-def _existing(conversation: Conversation, external_id: str) -> Turn | None:
-    return Turn.objects.filter(message__conversation=conversation, message__external_id=external_id).first()
+def _existing(conversation: Conversation, external_id: str, text: str) -> Turn | None:
+    """The turn of the message already posted with `external_id`; a conflict if its text is not `text`."""
+    turn = Turn.objects.filter(message__conversation=conversation, message__external_id=external_id).select_related(
+        "message").first()
+    if turn is not None and turn.message.text != text:
+        raise ApplicationError(
+            _("This external_id was already used for another message of this conversation; nothing was stored."),
+            code="external_id_conflict", status_code=409)
+    return turn
 
 
 def message_post(*, conversation: Conversation, text: str, external_id: str = "", api_key_id=None, admit=None) -> Posted:
@@ -38,7 +49,7 @@ def message_post(*, conversation: Conversation, text: str, external_id: str = ""
     from runtime.tasks import turn_run  # tasks import the turn service, which imports this app's models
 
     if external_id:
-        turn = _existing(conversation, external_id)
+        turn = _existing(conversation, external_id, text)
         if turn is not None:
             return Posted(turn, False)
     if admit is not None:
@@ -61,7 +72,7 @@ def message_post(*, conversation: Conversation, text: str, external_id: str = ""
         # unique constraint made it the only one; answer with its turn.
         if not external_id:
             raise
-        turn = _existing(conversation, external_id)
+        turn = _existing(conversation, external_id, text)
         if turn is None:
             raise
         return Posted(turn, False)

@@ -75,10 +75,13 @@ class MessageListCreateView(generics.ListAPIView):
 
     @extend_schema(
         request=s.MessagePostSerializer,
-        responses={202: s.TurnAcceptedSerializer, 429: OpenApiResponse(
+        responses={202: s.TurnAcceptedSerializer, 409: OpenApiResponse(
+            description="This `external_id` was already used for a message with another text (`external_id_conflict`); "
+                        "nothing stored."), 429: OpenApiResponse(
             description="Over the account's turns in flight or the key's messages per minute; nothing stored. "
                         "Send it again after `Retry-After` seconds.")},
-        description="Store the message and queue its turn. The same `external_id` again returns the first turn.",
+        description="Store the message and queue its turn. The same `external_id` with the same text again returns "
+                    "the first turn (`duplicate: true`); with another text, a 409.",
     )
     def post(self, request, pk):
         conversation = get_object_or_404(Conversation.objects.all(), pk=pk)

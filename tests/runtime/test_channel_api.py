@@ -87,12 +87,16 @@ def test_it_accepts_a_message_at_once_and_queues_the_turn_after_the_commit(alpha
 
 
 def test_the_same_external_id_returns_the_first_turn(alpha):
-    """A1: a channel retrying its post gets the first turn back; one message is stored."""
+    """A1: a channel retrying its post gets the first turn back; one message is stored. The same
+    external_id with another text is a 409 that stores nothing: a channel reusing its ids must not
+    lose a customer's message to a silent "duplicate"."""
     conversation = start(alpha)
     client = alpha.api(alpha.channel_key)
     first = send(client, conversation["messages_url"], {"text": "Hola", "external_id": "wa-9"}).json()
-    again = send(client, conversation["messages_url"], {"text": "Hola otra vez", "external_id": "wa-9"})
+    again = send(client, conversation["messages_url"], {"text": "Hola", "external_id": "wa-9"})
     assert again.status_code == 202 and again.json()["id"] == first["id"] and again.json()["duplicate"] is True
+    reused = send(client, conversation["messages_url"], {"text": "Hola otra vez", "external_id": "wa-9"})
+    assert reused.status_code == 409 and reused.json()["error"]["code"] == "external_id_conflict"
     other = send(client, conversation["messages_url"], {"text": "Otra cosa", "external_id": "wa-10"}).json()
     assert other["id"] != first["id"]
     with alpha.schema():
