@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 from asixto import tracing
 from asixto.errors import ApplicationError
 from runtime.models import Conversation, Message, Turn
+from runtime.turn_order import turn_queue_in_order
 from tenants.selectors import current_tenant
 
 
@@ -46,8 +47,6 @@ def message_post(*, conversation: Conversation, text: str, external_id: str = ""
     `api_key_id`: the key that posted it, whose webhook gets the reply. `admit`, when given, is
     called once the message is known to be new, before anything is stored; it raises to refuse
     it (the channel API's fair-share limits, runtime/limits.py)."""
-    from runtime.tasks import turn_run  # tasks import the turn service, which imports this app's models
-
     if external_id:
         turn = _existing(conversation, external_id, text)
         if turn is not None:
@@ -65,8 +64,9 @@ def message_post(*, conversation: Conversation, text: str, external_id: str = ""
             # In the same transaction: nothing after the commit may turn a stored message into a 500.
             Conversation.objects.filter(pk=conversation.pk).update(updated_at=message.created_at)
             # robust: a broker that is down must not turn a stored message into a 500; the turn
-            # stays queued and `requeue_stalled_turns` sends it again.
-            transaction.on_commit(lambda: turn_run.delay(str(turn.pk)), robust=True)
+            # stays queued and `requeue_stalled_turns` sends it again. Sent after the turns of the
+            # conversation before it (runtime/turn_order.py).
+            transaction.on_commit(lambda: turn_queue_in_order(turn.pk), robust=True)
     except IntegrityError:
         # Another post with this external_id committed between our read and our insert: the
         # unique constraint made it the only one; answer with its turn.

@@ -29,16 +29,23 @@ def offered_tools(*, channel: str) -> list[Tool]:
 
 def history_before(*, message: Message, newest: list | None = None) -> tuple[list[Line], int]:
     """The conversation's messages before `message`, oldest first (the newest HISTORY_MESSAGES),
-    and how many older ones there are besides. `newest`: the newest HISTORY_MESSAGES + 1 of them
-    as (role, text), newest first, when already read (the turn's claim reads them,
-    runtime/turn_writes.py); the older ones are counted only when there are any."""
+    and how many older ones there are besides. A reply counts from its question: the reply to an
+    earlier message of a burst, stored after `message` came in, follows its question. `newest`: the
+    newest HISTORY_MESSAGES + 1 of them as (role, text), newest first, when already read (the
+    turn's claim reads them, runtime/turn_writes.py); the older ones are counted only when there are any."""
     def earlier():
         return Message.objects.filter(conversation_id=message.conversation_id, created_at__lt=message.created_at).exclude(
             pk=message.pk
         )
 
     if newest is None:
-        newest = list(earlier().order_by("-created_at", "-id").values_list("role", "text")[:HISTORY_MESSAGES + 1])
+        fields = ("id", "role", "text", "created_at", "reply_of__message__created_at")
+        rows = [*earlier().order_by("-created_at", "-id").values(*fields)[:HISTORY_MESSAGES + 1],
+                *Message.objects.filter(conversation_id=message.conversation_id, created_at__gte=message.created_at,
+                                        reply_of__message__created_at__lt=message.created_at).values(*fields)]
+        asked = "reply_of__message__created_at"
+        rows.sort(key=lambda row: (row[asked] or row["created_at"], row[asked] is not None, row["id"]), reverse=True)
+        newest = [(row["role"], row["text"]) for row in rows[:HISTORY_MESSAGES + 1]]
     older = earlier().count() - HISTORY_MESSAGES if len(newest) > HISTORY_MESSAGES else 0
     return [Line(role, text) for role, text in reversed(newest[:HISTORY_MESSAGES])], older
 

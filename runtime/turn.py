@@ -59,6 +59,7 @@ from runtime.routing.language import customer_language
 from runtime.routing.route import Route, route_message
 from runtime.routing.router import router_endpoint
 from runtime.textcalls import clean_reply, parse_text_calls
+from runtime.turn_order import next_turn_queue, waiting_on_earlier
 from runtime.turn_writes import LeaseLost, reply_write, step_write, turn_claim
 from tenants.selectors import current_tenant
 from tools.gateway import CallContext, call_tool, flush_records
@@ -192,8 +193,10 @@ def stalled_turns_mark_resent(*, now=None, sent_at=None) -> list:
     if sent_at is not None:
         cutoff = max(cutoff, min(sent_at, now) - timedelta(seconds=settings.ASIXTO_TURN_PICKUP_SECONDS))
     not_recently = Q(resent_at__isnull=True) | Q(resent_at__lt=cutoff)
+    # A queued turn waiting on an earlier one of its conversation is not stalled: that one's end sends it.
     stalled = Turn.objects.filter(not_recently).filter(
-        Q(status=Turn.Status.QUEUED, created_at__lt=cutoff) | Q(status=Turn.Status.RUNNING, lease_expires_at__lt=now)
+        Q(~waiting_on_earlier(), status=Turn.Status.QUEUED, created_at__lt=cutoff)
+        | Q(status=Turn.Status.RUNNING, lease_expires_at__lt=now)
     )
     turn_ids = list(stalled.values_list("pk", flat=True)[:1000])
     Turn.objects.filter(pk__in=turn_ids).update(resent_at=now)
@@ -259,20 +262,22 @@ def _finish(turn: Turn, runner: str, *, reply: str, status: str, error_code: str
     # happens after the commit can lose it (issue 19).
     owed = webhooks.outbox_row(api_key_id=turn.api_key_id, turn_id=turn.pk)
     rows = [*rows, owed] if owed is not None else rows
-    stored = reply_write(
+    written = reply_write(
         turn_id=turn.pk, conversation_id=turn.conversation_id, runner=runner, reply=reply, status=status,
         error_code=error_code, error_detail=error_detail[:4000], finished_at=timezone.now(),
         event_data={"status": status, **({"error": error_code} if error_code else {})},
         steps=steps, turn=changes, rows=tuple(rows),
     )
-    if stored:
-        metrics.turn_finished(status=status, seconds=_seconds(turn.started_at, timezone.now()),
-                              iterations=run.iterations if run is not None else turn.iterations)
-    if stored and owed is not None:
+    if not written.stored:
+        log.info("turn %s: reply not stored: another runner took the turn over or stored it", turn.pk)
+        return
+    metrics.turn_finished(status=status, seconds=_seconds(turn.started_at, timezone.now()),
+                          iterations=run.iterations if run is not None else turn.iterations)
+    if owed is not None:
         # Sent once the reply is stored for good (robust: when the broker is down the sweep sends it).
         transaction.on_commit(lambda: webhooks.outbox_queue(owed[1]["id"]), robust=True)
-    else:
-        log.info("turn %s: reply not stored: another runner took the turn over or stored it", turn.pk)
+    if written.others_queued:
+        next_turn_queue(turn.conversation_id)  # the customer's next message, which waited for this reply
 
 
 def failure_reply(language):

@@ -11,6 +11,7 @@ writes nothing (`LeaseLost`). Values go through the model fields (`pre_save`,
 `get_db_prep_save`), as the ORM would send them, with a cast to the column's type."""
 
 import json
+from dataclasses import dataclass
 from functools import cache
 
 from django.db import connection, transaction
@@ -119,11 +120,12 @@ def step_write(*, turn_id, runner: str, lease_until, steps: dict, turn: dict, ro
 
 def reply_write(*, turn_id, conversation_id, runner: str, reply: str, status: str, error_code: str,
                 error_detail: str, event_data: dict, finished_at, steps: dict | None = None, turn: dict | None = None,
-                rows: tuple = ()) -> bool:
+                rows: tuple = ()) -> "ReplyWritten":
     """The turn's one reply (R10), in one statement: the agent's message, the reply event and the
     final status, with the writes the turn still holds back (`steps`, `turn` changes, `rows`, as
     in `step_write`: the reply step, the loop's last model step), only if `runner` holds the turn
-    and no reply is stored yet. Returns whether this call stored it."""
+    and no reply is stored yet. Returns whether this call stored it, and whether another turn of
+    the conversation is queued (the customer wrote again meanwhile: runtime/turn_order.py)."""
     message = Message(conversation_id=conversation_id, role=Message.Role.AGENT, text=reply)
     assignments, params = _assignments(Turn, {
         **(turn or {}), "reply_id": message.pk, "status": status, "error_code": error_code,
@@ -139,12 +141,21 @@ def reply_write(*, turn_id, conversation_id, runner: str, reply: str, status: st
     ])
     parts += insert_parts
     params += insert_params
+    waiting = (f"SELECT EXISTS (SELECT 1 FROM {_quote(Turn._meta.db_table)} w WHERE w.conversation_id = %s "
+               f"AND w.status = %s AND w.id <> %s)")
+    params += [conversation_id, Turn.Status.QUEUED, turn_id]
     with connection.cursor() as cursor:
-        cursor.execute(f"WITH {', '.join(parts)} SELECT count(*) FROM done", params)
-        stored = bool(cursor.fetchone()[0])
-    if stored:
+        cursor.execute(f"WITH {', '.join(parts)} SELECT count(*), ({waiting}) FROM done", params)
+        count, queued = cursor.fetchone()
+    if count:
         _wake(turn_id)
-    return stored
+    return ReplyWritten(stored=bool(count), others_queued=bool(queued))
+
+
+@dataclass(frozen=True)
+class ReplyWritten:
+    stored: bool
+    others_queued: bool  # another turn of the conversation waits: this one's end sends it
 
 
 @cache
@@ -153,11 +164,22 @@ def _claim_sql() -> str:
     selected = ", ".join(f"{alias}.{_quote(field.column)}" for alias, model in (("t", Turn), ("c", Conversation), ("m", Message))
                          for field in model._meta.concrete_fields)
     # The conversation's newest messages before this one, newest first, one more than the history
-    # holds (so the caller knows whether there are older ones): a JSON array of [role, text].
+    # holds (so the caller knows whether there are older ones): a JSON array of [role, text]. A reply
+    # counts from its question, so the reply to an earlier message of a burst, stored after this
+    # message came in (turns of a conversation run one after the other: runtime/turn_order.py), is in
+    # the history right after its question. The newest messages stored before this one (by the
+    # index), and the replies stored after it to questions before it (few), sorted together.
+    turn_table = _quote(turn)
     newest = (
-        f"(SELECT json_agg(json_build_array(h.role, h.text) ORDER BY h.created_at DESC, h.id DESC) FROM "
-        f"(SELECT e.role, e.text, e.created_at, e.id FROM {_quote(message)} e WHERE e.conversation_id = t.conversation_id "
-        f"AND e.created_at < m.created_at AND e.id <> m.id ORDER BY e.created_at DESC, e.id DESC LIMIT %s) h)"
+        f"(SELECT json_agg(json_build_array(h.role, h.text) ORDER BY h.at DESC, h.answer DESC, h.id DESC) FROM ("
+        f"SELECT e.role, e.text, COALESCE(q.created_at, e.created_at) AS at, (q.id IS NOT NULL) AS answer, e.id FROM "
+        f"(SELECT * FROM {_quote(message)} e0 WHERE e0.conversation_id = t.conversation_id AND e0.created_at < m.created_at "
+        f"AND e0.id <> m.id ORDER BY e0.created_at DESC, e0.id DESC LIMIT %s) e "
+        f"LEFT JOIN {turn_table} r ON r.reply_id = e.id LEFT JOIN {_quote(message)} q ON q.id = r.message_id "
+        f"UNION ALL SELECT e.role, e.text, q.created_at, TRUE, e.id FROM {turn_table} r "
+        f"JOIN {_quote(message)} q ON q.id = r.message_id JOIN {_quote(message)} e ON e.id = r.reply_id "
+        f"WHERE r.conversation_id = t.conversation_id AND q.created_at < m.created_at AND e.created_at >= m.created_at "
+        f"ORDER BY at DESC, answer DESC, id DESC LIMIT %s) h)"
     )
     return (
         f"WITH claimed AS (UPDATE {_quote(turn)} SET status = %s, runner = %s, lease_expires_at = %s, runs = runs + 1, "
@@ -175,7 +197,7 @@ def turn_claim(*, turn_id, runner: str, lease_until, now) -> tuple[Turn, list] |
     None when it is not this runner's."""
     with connection.cursor() as cursor:
         cursor.execute(_claim_sql(), [Turn.Status.RUNNING, runner, lease_until, now, turn_id, Turn.Status.QUEUED,
-                                      Turn.Status.RUNNING, now, HISTORY_MESSAGES + 1])
+                                      Turn.Status.RUNNING, now, HISTORY_MESSAGES + 1, HISTORY_MESSAGES + 1])
         row = cursor.fetchone()
     if row is None:
         return None

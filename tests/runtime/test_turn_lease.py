@@ -41,9 +41,9 @@ def test_a_runner_that_does_not_hold_the_turn_stores_no_reply(alpha):
     reply = {"conversation_id": turn.conversation_id, "status": Turn.Status.DONE, "error_code": "", "error_detail": "",
              "event_data": {}, "finished_at": timezone.now()}
     with alpha.schema():
-        assert reply_write(turn_id=turn.pk, runner="late", reply="de otro", **reply) is False
+        assert reply_write(turn_id=turn.pk, runner="late", reply="de otro", **reply).stored is False
         assert Turn.objects.get(pk=turn.pk).status == Turn.Status.RUNNING
         assert not Message.objects.filter(role="agent").exists() and not TurnEvent.objects.filter(turn=turn).exists()
-        assert reply_write(turn_id=turn.pk, runner="holder", reply="Hola", **reply) is True
-        assert reply_write(turn_id=turn.pk, runner="holder", reply="otra vez", **reply) is False
+        assert reply_write(turn_id=turn.pk, runner="holder", reply="Hola", **reply).stored is True
+        assert reply_write(turn_id=turn.pk, runner="holder", reply="otra vez", **reply).stored is False
         assert list(Message.objects.filter(role="agent").values_list("text", flat=True)) == ["Hola"]
