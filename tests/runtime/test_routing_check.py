@@ -117,9 +117,14 @@ def test_the_customers_language_is_detected_and_short_messages_keep_the_default(
 
 
 def test_delivery_is_judged_by_what_came_back():
-    """R8: only a successful call of the routed tool delivers; result-like prose is recognised."""
+    """R8: a call of the routed tool delivers, whatever it answered (a business error and a failure
+    are for the model to tell: asking again would call it again); a call of another tool, or one
+    whose arguments were refused before anything was sent, does not; result-like prose is recognised."""
     assert delivered(tool_outcomes=[(SEARCH, "ok")], routed=SEARCH)
-    assert not delivered(tool_outcomes=[(SEARCH, "timeout"), (CASE, "ok")], routed=SEARCH)
+    assert delivered(tool_outcomes=[(SEARCH, "business_error")], routed=SEARCH)
+    assert delivered(tool_outcomes=[(SEARCH, "timeout"), (CASE, "ok")], routed=SEARCH)
+    assert not delivered(tool_outcomes=[(CASE, "ok")], routed=SEARCH)
+    assert not delivered(tool_outcomes=[(SEARCH, "invalid_arguments")], routed=SEARCH)
     assert pretence("Estos son los resultados:\n```\n```") == "empty block"
     assert pretence("Busqué en el catálogo y hay varios modelos.") == "search claimed"
     assert pretence("¿Me dices qué color prefieres?") == ""

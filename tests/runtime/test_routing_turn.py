@@ -155,6 +155,26 @@ def test_prose_instead_of_delivery_is_asked_again_exactly_once(alpha, soporte):
     assert [n for n, r in enumerate(model.requests) if REASK_MARK in (r["messages"][-1]["content"] or "")] == [2]
 
 
+def test_a_routed_tool_that_answered_a_business_error_is_not_called_again(alpha, soporte):
+    """R8, G2 (found by exploratory testing): the routed tool was called and answered "no case with
+    that number" (a business error is an answer); the model tells the customer in prose. That is
+    delivered: no re-ask claiming the tool was not called, and the tool is called once."""
+    _desk, log = soporte
+    case_facts = {**FACTS, "tool": "soporte__consultar_caso", "request": "estado del caso",
+                  "details": {"radicado": "SOP-999999"}}
+    model, served = serve_model([
+        say(json.dumps(case_facts)), call("soporte__consultar_caso", {"radicado": "SOP-999999"}),
+        say("No encontré un caso con ese número. ¿Lo puedes revisar?"), say("No encontré ese caso."),
+    ])
+    with served as url, agent(alpha, f"{url}/v1"):
+        turn = run(alpha, post(alpha, "¿Cómo va mi caso SOP-999999?"))
+    assert turn.status == Turn.Status.DONE
+    assert [name for name, _args, _key in tool_calls_seen(log)] == ["consultar_caso"]
+    with alpha.schema():
+        assert TurnStep.objects.get(turn=turn, kind="tool").outcome == "business_error"
+    assert not any("was skipped" in (r["messages"][-1]["content"] or "") for r in model.requests)
+
+
 @pytest.mark.parametrize("fake", [
     "Estos son los productos que encontré:\n```\n```",
     "Busqué en el catálogo y hay varios routers disponibles.",
