@@ -6,6 +6,7 @@ from datetime import timezone as dt_timezone
 
 from django.db import connection
 from django.http import JsonResponse
+from django.utils import translation
 from django.utils.translation import gettext as _
 from django_tenants.middleware.main import TenantMainMiddleware
 
@@ -45,14 +46,16 @@ class TenantMiddleware(TenantMainMiddleware):
             self.setup_url_routing(request, force_public=True)
             return None
         key = self.key_from_header(header)
-        if key is None:
-            return api_error(
-                401, "not_authenticated", _("Invalid or revoked API key."), WWW_Authenticate='Bearer realm="api"'
-            )
-        if key.is_expired:
-            message = _("This API key expired on %(when)s (UTC). Create or rotate a key.") % {
-                "when": key.expires_at.astimezone(dt_timezone.utc).strftime("%Y-%m-%d %H:%M")}
-            return api_error(401, "key_expired", message, WWW_Authenticate='Bearer realm="api", error="invalid_token"')
+        # These answers come before the locale middleware: in the request's language all the same.
+        with translation.override(translation.get_language_from_request(request)):
+            if key is None:
+                return api_error(
+                    401, "not_authenticated", _("Invalid or revoked API key."), WWW_Authenticate='Bearer realm="api"'
+                )
+            if key.is_expired:
+                message = _("This API key expired on %(when)s (UTC). Create or rotate a key.") % {
+                    "when": key.expires_at.astimezone(dt_timezone.utc).strftime("%Y-%m-%d %H:%M")}
+                return api_error(401, "key_expired", message, WWW_Authenticate='Bearer realm="api", error="invalid_token"')
         api_key_mark_used(key=key)
         request.api_key = key
         if key.tenant is None:

@@ -87,3 +87,17 @@ def test_last_use_of_one_key_leaves_the_others_alone(alpha):
     connection.set_schema_to_public()
     assert stored(used).last_used_at is not None
     assert ApiKey.objects.get(pk=idle.pk).last_used_at is None
+
+
+def test_a_refused_key_is_told_so_in_the_requests_language(alpha):
+    """A3, T3 (found by exploratory testing): the 401s for a made-up and an expired key are
+    answered before the locale middleware runs; they follow Accept-Language all the same."""
+    key, plaintext = api_key_create(tenant=alpha.tenant, name="temp", scope=ApiKey.Scope.ADMIN,
+                                    expires_at=timezone.now() + timedelta(hours=1))
+    ApiKey.objects.filter(pk=key.pk).update(expires_at=timezone.now() - timedelta(minutes=5))
+    made_up = plaintext[:-4] + ("aaaa" if not plaintext.endswith("aaaa") else "bbbb")
+    for language, unknown, expired in (("es", "Clave de API no válida o revocada.", "Esta clave de API venció el"),
+                                       ("en", "Invalid or revoked API key.", "This API key expired on")):
+        answers = [alpha.api(key=k).get("/api/v1/tenant", HTTP_ACCEPT_LANGUAGE=language).json()["error"]["message"]
+                   for k in (made_up, plaintext)]
+        assert answers[0] == unknown and answers[1].startswith(expired), (language, answers)
