@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from runtime.models import Conversation, Message, TruncationLog, Turn, TurnEvent, TurnStep, WebhookDelivery
 from runtime.search import conversations_matching
+from runtime.usage import MODEL_KINDS
 from tools.models import ToolCall
 from tools.routing_examples import turn_corrections
 
@@ -63,11 +64,12 @@ class TurnView:
     deliveries: list
     routed_to: str | None = None  # the tool pre-routing showed alone (R6), None when the turn ran unrouted
     correction: object = None  # support's correction of its routing (tools.RoutingExample)
+    model_requests: int = 0  # as usage counts them (the router's, the loop's, the reply's)
 
 
 def conversation_turns(*, conversation: Conversation) -> list[TurnView]:
     """The conversation's turns, oldest first, each with its events, truncations, the gateway's
-    call records (linked to their pages) and the webhook attempts: four queries in all."""
+    call records (linked to their pages), the webhook attempts and its model requests: six queries in all."""
     turns = list(
         Turn.objects.filter(conversation=conversation).select_related("message", "reply").prefetch_related(
             Prefetch("events", queryset=TurnEvent.objects.order_by("id")),
@@ -86,8 +88,10 @@ def conversation_turns(*, conversation: Conversation) -> list[TurnView]:
         route = (response or {}).get("route") if isinstance(response, dict) else None
         routed[turn_id] = route.get("tool") if isinstance(route, dict) else None
     corrections = turn_corrections(ids)
-    return [TurnView(turn, calls[turn.pk], deliveries[turn.pk], routed.get(turn.pk), corrections.get(turn.pk))
-            for turn in turns]
+    requests = dict(TurnStep.objects.filter(turn_id__in=ids, kind__in=MODEL_KINDS).values("turn_id").annotate(n=Count("pk"))
+                    .values_list("turn_id", "n").order_by())
+    return [TurnView(turn, calls[turn.pk], deliveries[turn.pk], routed.get(turn.pk), corrections.get(turn.pk),
+                     requests.get(turn.pk, 0)) for turn in turns]
 
 
 def conversation_scheduled(*, conversation: Conversation) -> list:

@@ -42,6 +42,11 @@ def test_the_conversation_page_shows_everything_that_happened_in_its_turns(alpha
         status_text = turn.events.get(kind="status").text
         cut = turn.truncations.get()
     assert status_text in html and f"{cut.original_chars} → {cut.kept_chars}" in html
+    # The model requests each turn sent, as usage counts them (found by exploratory testing: the page
+    # showed the loop's iterations, 2 here): the call, the answer after the tool, the reply; none
+    # for the turn with no model configured.
+    assert [view.model_requests for view in page.context["turns"]] == [3, 0]
+    assert [view.turn.iterations for view in page.context["turns"]][0] == 2
     assert alpha.dashboard("sam").get(f"/calls/{record.pk}/").status_code == 200  # the link leads somewhere
 
 
