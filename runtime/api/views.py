@@ -6,9 +6,10 @@ from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, status
-from rest_framework.exceptions import Throttled, ValidationError
+from rest_framework.exceptions import NotAcceptable, Throttled, ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
+from rest_framework.utils.mediatypes import media_type_matches
 from rest_framework.views import APIView
 
 from asixto.json_input import unstorable_text
@@ -127,6 +128,13 @@ STREAM_EVENT = {
 }
 
 
+def _accepts_event_stream(request) -> bool:
+    """Whether the request's Accept (none: anything) admits `text/event-stream`."""
+    accept = request.META.get("HTTP_ACCEPT", "").strip()
+    return not accept or any(media_type_matches("text/event-stream", part.split(";")[0].strip())
+                             for part in accept.split(","))
+
+
 class TurnEventsView(APIView):
     """Server-sent events of one turn (R9): `status` events while it works, then `reply`."""
 
@@ -141,6 +149,9 @@ class TurnEventsView(APIView):
             429: OpenApiResponse(description="Too many streams open for this key or account; retry after `Retry-After` seconds.")},
     )
     def get(self, request, pk):
+        # JSONRenderer is here for the errors; a client that accepts only JSON cannot read the stream.
+        if not _accepts_event_stream(request):
+            raise NotAcceptable()
         turn = get_object_or_404(Turn.objects.only("id"), pk=pk)
         try:
             return events.stream_response(request, turn_id=turn.pk, key_id=request.auth.pk)

@@ -93,6 +93,25 @@ def test_a_finished_turns_stream_replays_everything_and_resumes_after_an_id(alph
     assert read_stream(client.get(f"{url}?after={ids[1]}")) == [("reply", str(ids[2]))]
 
 
+@pytest.mark.parametrize("accept, streams", [("", True), ("*/*", True), ("text/*", True), ("text/event-stream", True),
+                                            ("application/json, text/event-stream;q=0.9", True),
+                                            ("application/json", False), ("text/html", False)])
+def test_a_client_that_cannot_read_a_stream_gets_a_406(alpha, accept, streams):
+    """A1, A4 (found by exploratory testing): the stream is `text/event-stream`; a client whose
+    Accept does not admit it gets a 406 `not_acceptable` (JSON), not a stream it did not ask for."""
+    turn = queued_turn(alpha, "Hola")
+    with alpha.schema():
+        TurnEvent.objects.create(turn=turn, kind="reply", text="Hola")
+    connection.set_schema_to_public()
+    headers = {"HTTP_ACCEPT": accept} if accept else {}
+    response = alpha.api(alpha.channel_key).get(f"/api/v1/turns/{turn.pk}/events", **headers)
+    if streams:
+        assert response.status_code == 200 and response["Content-Type"].startswith("text/event-stream")
+        b"".join(response.streaming_content)
+    else:
+        assert response.status_code == 406 and response.json()["error"]["code"] == "not_acceptable"
+
+
 def test_a_stream_ends_at_its_deadline_with_a_timeout_event(alpha, settings):
     """A1: a turn that never finishes does not hold the connection forever: after the stream's
     deadline a `timeout` event tells the client to reconnect (with Last-Event-ID)."""
