@@ -45,10 +45,12 @@ def catalog_versions(*, server=None):
     return queryset.filter(server=server) if server else queryset
 
 
-def tool_calls(*, tool_id=None, outcome=None, turn_id=None, violations_only=False):
+def tool_calls(*, tool_id=None, tool_name=None, outcome=None, turn_id=None, violations_only=False):
     queryset = ToolCall.objects.all()
     if tool_id:
         queryset = queryset.filter(tool_id=tool_id)
+    if tool_name:
+        queryset = queryset.filter(tool_name=tool_name)
     if outcome:
         queryset = queryset.filter(outcome=outcome)
     if turn_id:

@@ -78,7 +78,7 @@ def test_it_refuses_bad_invoke_payloads_and_filters(alpha):
 
 
 def test_it_filters_call_records(alpha):
-    """G9, A1: records filter by outcome and by violations."""
+    """G9, A1: records filter by outcome, by violations and by the tool's name."""
     peer = FaultyPeer([ok_result("token Bearer abcDEF1234567890xyz")])
     with serve_asgi(peer.app()) as url:
         certified_tool(alpha, url)
@@ -90,6 +90,9 @@ def test_it_filters_call_records(alpha):
     assert [c["outcome"] for c in alpha.api().get("/api/v1/tool-calls?outcome=invalid_arguments").json()["results"]] == ["invalid_arguments"]
     flagged = alpha.api().get("/api/v1/tool-calls?violations=true").json()["results"]
     assert len(flagged) == 1 and flagged[0]["violations"][0]["kind"] == "leak:token"
+    # By the name the catalog and the model use, not only by id (found by exploratory testing).
+    assert alpha.api().get("/api/v1/tool-calls?tool_name=crm__buscar_producto").json()["count"] == 2
+    assert alpha.api().get("/api/v1/tool-calls?tool_name=crm__otra_cosa").json()["count"] == 0
 
 
 def test_it_runs_the_dashboard_console_for_admins_only(alpha):

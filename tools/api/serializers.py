@@ -220,6 +220,8 @@ class ToolFilterSerializer(QuerySerializer):
 
 class ToolCallFilterSerializer(QuerySerializer):
     tool = serializers.UUIDField(required=False, source="tool_id")
+    tool_name = serializers.CharField(required=False, max_length=250,
+                                      help_text="The tool's model-visible name (`server__tool`), as the catalog shows it.")
     outcome = serializers.ChoiceField(choices=ToolCall.Outcome.choices, required=False)
     turn = serializers.UUIDField(required=False, source="turn_id")
     violations = serializers.BooleanField(required=False, source="violations_only")
