@@ -9,8 +9,8 @@ question before, and since the first one or the last that said "baseline"). With
 BENCH_TRACEMALLOC=frames, the allocations that grew since then too (tracemalloc, started with the
 process: it slows the worker and its snapshots cost memory, so a run that measures RSS goes
 without it). With BENCH_MEMORY_HOLDERS=module.qualname, how many objects of that type are alive
-and what holds the last of them, nine levels up (the objects that refer to it; for one that no
-object holds, the variables of running functions that do)."""
+and what holds the last of them, nine levels up (the objects that refer to it: one that shows
+no holder is a variable of a running function, which the garbage collector does not list)."""
 
 import ctypes
 import gc
@@ -52,21 +52,10 @@ def _holders(thing, depth: int, ignore: set) -> list:
         if isinstance(holder, dict):
             label += f" keys {sorted(map(str, holder))[:6]}"
         above = _holders(holder, depth - 1, ignore)
-        if not above:  # held by no object: maybe a variable of a function running in a thread
-            above = [(f"a variable {name!r} of {frame.f_code.co_filename}:{frame.f_lineno} {frame.f_code.co_name}", [])
-                     for frame in _running_frames() for name, value in frame.f_locals.items() if value is holder][:4]
         found.append((label, above))
         if len(found) >= 4:
             break
     return found
-
-
-def _running_frames():
-    for frame in sys._current_frames().values():
-        while frame is not None:
-            if frame.f_code.co_filename != __file__:
-                yield frame
-            frame = frame.f_back
 
 
 def _types() -> Counter:
