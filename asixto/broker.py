@@ -10,7 +10,14 @@ its connection) and then closes it; a channel whose first close was cut short by
 is closed again then, and gives its unacknowledged messages back, which needs a new Redis pool built
 from the detached transport: an AttributeError that Celery does not recover from, so the worker
 ended (with status 0). Here that is a connection error, which Celery recovers from by connecting
-again; the messages stay in Redis's unacknowledged set and come back after the visibility timeout."""
+again; the messages stay in Redis's unacknowledged set and come back after the visibility timeout.
+
+And it lets go of a broken connection's transport (issue 19: the worker's memory grew with each
+Redis outage, bench/worker_memory.py). Kombu registers a transport with the worker's event loop (a
+poll callback on every tick, timers every few seconds) and never takes it back: after each
+reconnection the dead transport, its channels and the messages they had delivered and not yet
+acknowledged (about one per turn in flight) stayed reachable from the loop, and were polled on.
+Closing the connection now removes them from the loop (tests/test_broker_restart.py)."""
 
 import redis
 from kombu.transport import redis as kombu_redis
@@ -33,5 +40,31 @@ class Channel(kombu_redis.Channel):
         return super()._connparams(asynchronous=asynchronous)
 
 
+# The timers kombu's register_with_event_loop starts on the transport's poller (`cycle`).
+_CYCLE_TIMERS = ("_restore_messages_tref", "_subclient_health_tref", "_brpop_health_tref", "_reauth_tref",
+                 "_binding_expiry_tref")
+
+
 class Transport(kombu_redis.Transport):
     Channel = Channel
+    _registered = None  # (event loop, the callbacks this transport added to its ticks)
+
+    def register_with_event_loop(self, connection, loop):
+        ticks = set(loop.on_tick)
+        super().register_with_event_loop(connection, loop)
+        self._registered = (loop, set(loop.on_tick) - ticks)
+
+    def close_connection(self, connection):
+        # First, as closing the channels of a broken connection can raise halfway.
+        self._unregister_from_event_loop()
+        super().close_connection(connection)
+
+    def _unregister_from_event_loop(self):
+        registered, self._registered = self._registered, None
+        if registered is not None:
+            loop, callbacks = registered
+            loop.on_tick.difference_update(callbacks)
+        for name in _CYCLE_TIMERS:
+            timer = getattr(self.cycle, name, None)
+            if timer is not None:
+                timer.cancel()  # the loop drops it when it comes due

@@ -1,6 +1,7 @@
 """Settings of the benchmarks' Celery worker: the project's, plus Django's psycopg pool when
 BENCH_DB_POOL_MAX is set (> 0), so a run can compare no pool with a bounded one. Its connections
-carry an application name, so a benchmark can count them in pg_stat_activity."""
+carry an application name, so a benchmark can count them in pg_stat_activity. With
+BENCH_MEMORY_PROBE, the worker answers questions about its memory (bench/_memory_probe.py)."""
 
 import os
 
@@ -13,3 +14,8 @@ if _pool_max > 0:
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # noqa: F405 (required with a pool)
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {  # noqa: F405
         "min_size": 2, "max_size": _pool_max, "timeout": 60}
+
+if os.environ.get("BENCH_MEMORY_PROBE"):  # bench/worker_memory.py asks the worker about its memory
+    import _memory_probe
+
+    _memory_probe.start(os.environ["BENCH_MEMORY_PROBE"])

@@ -7,7 +7,9 @@ which fails with AttributeError, an error Celery does not recover from.
 The worker reaches Redis through a TCP proxy (tests/support/tcp_proxy.py), cut for a few seconds:
 Redis itself is shared and never stopped."""
 
+import gc
 import time
+import weakref
 
 from django.conf import settings
 
@@ -53,3 +55,38 @@ def test_a_worker_holding_a_delayed_task_survives_a_redis_restart_and_runs_the_t
             time.sleep(OUTAGE_SECONDS)
             redis.up()
         assert results(delayed) == [[f"delayed {n}"] for n in range(ROUNDS)]
+
+
+def test_a_connection_closed_after_a_redis_outage_leaves_nothing_in_the_event_loop():
+    """Issue 19 ("worker RSS grew 279 → 433 MB over three outages and stayed";
+    bench/worker_memory.py): as Celery's consumer does after a broken broker connection, the
+    connection is closed and a new one registered with the same event loop. The old transport, with
+    its channel (which holds the messages it delivered and not yet acknowledged), is freed, and the
+    loop's ticks poll the new transport only. Before the fix each outage left the old transport's
+    poll callback in the loop's ticks, keeping it and its channels alive for good."""
+    from kombu import Connection
+    from kombu.asynchronous import Hub
+    from kombu.common import ignore_errors
+
+    host, db = settings.REDIS_URL.rsplit("/", 1)
+    loop = Hub()
+    ticks_before = set(loop.on_tick)
+    with TcpProxy(int(host.rsplit(":", 1)[1])) as redis:
+        url = f"redis://127.0.0.1:{redis.port}/{db}"
+        old = Connection(url, transport="asixto.broker:Transport")
+        old.default_channel.client.ping()
+        old.register_with_event_loop(loop)
+        ticks_of_one = len(set(loop.on_tick) - ticks_before)  # a count: the callbacks hold the transport
+        assert ticks_of_one  # the transport polls on every tick
+        transport, channel = weakref.ref(old.transport), weakref.ref(old.default_channel)
+        redis.down()  # the outage: Celery's consumer closes the broken connection, then connects again
+        ignore_errors(old, old.close)
+        del old
+        redis.up()
+        with Connection(url, transport="asixto.broker:Transport") as new:
+            new.default_channel.client.ping()
+            new.register_with_event_loop(loop)
+            gc.collect()
+            assert transport() is None and channel() is None
+            assert len(set(loop.on_tick) - ticks_before) == ticks_of_one
+    loop.close()
