@@ -182,9 +182,8 @@ def _webhook_for(api_key_id):
     that nothing replaced gets nothing more."""
     if api_key_id is None:
         return None
-    seen = []
+    seen, api_key_id = [], uuid.UUID(str(api_key_id))  # given as text by some callers
     while api_key_id is not None and api_key_id not in seen and len(seen) < MAX_ROTATIONS_FOLLOWED:
-        api_key_id = uuid.UUID(str(api_key_id))  # given as text by some callers
         seen.append(api_key_id)
         api_key_id = ApiKey.objects.filter(pk=api_key_id).values_list("replaced_by_id", flat=True).first()
     usable = ApiKey.objects.usable().filter(pk__in=seen).values("pk")  # a subquery of the one statement below

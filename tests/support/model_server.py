@@ -20,6 +20,7 @@ requests: a pooled connection the server closes is the stale keep-alive of a rea
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import socket
 import threading
@@ -86,11 +87,11 @@ def empty() -> Move:
 
 
 def slow(move: Move, seconds: float) -> Move:
-    return Move(move.status, move.body, move.content_type, seconds, move.gate)
+    return dataclasses.replace(move, delay=seconds)
 
 
 def held(move: Move, gate: threading.Event, hold: float = 60.0) -> Move:
-    return Move(move.status, move.body, move.content_type, move.delay, gate, hold)
+    return dataclasses.replace(move, gate=gate, hold=hold)
 
 
 @dataclass
