@@ -24,9 +24,10 @@ class Posted:
     created: bool  # False: a repeated external_id, this is the first post's turn
 
 
-def conversation_start(*, data: dict) -> Conversation:
-    """A new conversation; the language defaults to the tenant's customer language (T6)."""
-    values = dict(data)
+def conversation_start(*, data: dict, integration=None) -> Conversation:
+    """A new conversation; the language defaults to the tenant's customer language (T6).
+    `integration`: the API integration starting it (tenants.ApiKey.integration), none from the dashboard."""
+    values = dict(data, integration=integration)
     values["language"] = values.get("language") or current_tenant().language or "es"
     return Conversation.objects.create(**values)
 

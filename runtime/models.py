@@ -32,6 +32,11 @@ class Conversation(models.Model):
     currency = models.CharField(_("currency"), max_length=3, blank=True)
     price_list_id = models.CharField(_("price list"), max_length=100, blank=True)
     timezone = models.CharField(_("timezone"), max_length=64, default="UTC")
+    # The API integration that started it (tenants.ApiKey.integration; public schema, so no foreign
+    # key): a channel key reads and posts only its own integration's conversations. Empty when the
+    # dashboard's playground started it, or an API key before integrations were recorded and no
+    # message was posted to it since (then only admin keys and the dashboard see it).
+    integration = models.UUIDField(null=True, blank=True, editable=False, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -5,6 +5,7 @@ from django.db.models import Prefetch
 from runtime.models import Conversation, Message, TruncationLog, Turn, TurnEvent
 from runtime.reply import Line
 from runtime.search import conversations_matching
+from tenants.models import ApiKey
 from tenants.selectors import current_tenant
 from tools.catalog_cache import cached
 from tools.selectors import agent_ready_tools
@@ -50,9 +51,21 @@ def history_before(*, message: Message, newest: list | None = None) -> tuple[lis
     return [Line(role, text) for role, text in reversed(newest[:HISTORY_MESSAGES])], older
 
 
-def conversations(*, channel_name=None, customer_ref=None, q=None):
-    """`q`: the conversation search (runtime.search, issue 20)."""
-    queryset = Conversation.objects.all()
+def _scoped_integration(key):
+    """The integration a channel key is confined to; None for an admin key or the dashboard (no key)."""
+    return key.integration if key is not None and key.scope != ApiKey.Scope.ADMIN else None
+
+
+def visible_conversations(*, key=None):
+    """The conversations an API key may read and post to: a channel key only its integration's
+    (the key and the keys rotated from it); an admin key, the dashboard (no key), all of them."""
+    integration = _scoped_integration(key)
+    return Conversation.objects.all() if integration is None else Conversation.objects.filter(integration=integration)
+
+
+def conversations(*, key=None, channel_name=None, customer_ref=None, q=None):
+    """`key`: as visible_conversations; `q`: the conversation search (runtime.search, issue 20)."""
+    queryset = visible_conversations(key=key)
     if channel_name:
         queryset = queryset.filter(channel_name=channel_name)
     if customer_ref:
@@ -62,8 +75,15 @@ def conversations(*, channel_name=None, customer_ref=None, q=None):
     return queryset.order_by("-created_at")
 
 
-def turns():
-    return Turn.objects.select_related("conversation", "message", "reply").prefetch_related(
+def visible_turns(*, key=None):
+    """Turns of the conversations `key` may read (visible_conversations)."""
+    integration = _scoped_integration(key)
+    return Turn.objects.all() if integration is None else Turn.objects.filter(conversation__integration=integration)
+
+
+def turns(*, key=None):
+    """visible_turns with what a turn's page and detail show."""
+    return visible_turns(key=key).select_related("conversation", "message", "reply").prefetch_related(
         Prefetch("events", queryset=TurnEvent.objects.order_by("id")),
         Prefetch("truncations", queryset=TruncationLog.objects.order_by("id")),
     )

@@ -186,6 +186,9 @@ class ApiKey(models.Model):
     last_used_at = models.DateTimeField(_("last used"), null=True, blank=True, editable=False)
     # The key a rotation made to take this one's place: a webhook follows it (issue 20).
     replaced_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False)
+    # One integration (a chat bridge, a voice gateway) is a key and every key rotated from it: they
+    # share this id. A channel key reads and posts only its integration's conversations.
+    integration = models.UUIDField(default=uuid.uuid4, editable=False, db_index=True)
 
     objects = ApiKeyQuerySet.as_manager()
 

@@ -3,6 +3,7 @@ are created, settings changed and keys revoked."""
 
 import re
 import secrets
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
@@ -95,9 +96,11 @@ def tenant_create(
     return TenantCreation(tenant, domain, admin_username, password, plaintext)
 
 
-def api_key_create(*, tenant: Tenant | None, name: str, scope: str, expires_at=None) -> tuple[ApiKey, str]:
+def api_key_create(*, tenant: Tenant | None, name: str, scope: str, expires_at=None,
+                   integration=None) -> tuple[ApiKey, str]:
     """Create a key and return it with its plaintext, which is never stored nor shown again (T3).
-    `expires_at`, if given, must be in the future (issue 20)."""
+    `expires_at`, if given, must be in the future (issue 20). `integration`: the integration the
+    key belongs to (a rotation's new key); a new one otherwise."""
     if scope not in ApiKey.Scope.values:
         raise ApplicationError(_("Unknown scope."), fields={"scope": [_("Unknown scope.")]})
     if (scope == ApiKey.Scope.OPERATOR) != (tenant is None):
@@ -107,7 +110,8 @@ def api_key_create(*, tenant: Tenant | None, name: str, scope: str, expires_at=N
         raise ApplicationError(message, fields={"expires_at": [message]})
     prefix, plaintext = ApiKey.generate()
     key = ApiKey.objects.create(
-        tenant=tenant, name=name, scope=scope, prefix=prefix, key_hash=ApiKey.hash(plaintext), expires_at=expires_at
+        tenant=tenant, name=name, scope=scope, prefix=prefix, key_hash=ApiKey.hash(plaintext), expires_at=expires_at,
+        integration=integration or uuid.uuid4(),
     )
     return key, plaintext
 
@@ -134,7 +138,8 @@ def api_key_rotate(*, key: ApiKey, grace_minutes: int = 0) -> tuple[ApiKey, str]
         key = ApiKey.objects.select_for_update().get(pk=key.pk)
         if not key.is_active:
             raise ApplicationError(_("Only an active key can be rotated."), code="key_inactive", status_code=409)
-        new_key, plaintext = api_key_create(tenant=key.tenant, name=key.name, scope=key.scope, expires_at=key.expires_at)
+        new_key, plaintext = api_key_create(tenant=key.tenant, name=key.name, scope=key.scope, expires_at=key.expires_at,
+                                            integration=key.integration)
         now = timezone.now()
         key.replaced_by = new_key
         if grace_minutes == 0:

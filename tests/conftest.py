@@ -4,6 +4,7 @@ Tenants are created once per session (a schema takes ~0.5 s) and committed; each
 transaction that is rolled back, so what a test writes disappears while the tenants stay."""
 
 import shutil
+import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -52,6 +53,7 @@ class World:
     domain: str
     admin_key: str
     channel_key: str
+    channel_integration: uuid.UUID = None  # the channel key's integration: the conversations it sees
     admin_username: str = "ana"  # tenant admin
     support_username: str = "sam"  # support staff, read only
 
@@ -78,8 +80,9 @@ def build_world(slug):
     with schema_context(tenant.schema_name):
         User.objects.create_user("ana", password=PASSWORD, role=User.Role.ADMIN)
         User.objects.create_user("sam", password=PASSWORD, role=User.Role.SUPPORT)
-    _key, channel_key = api_key_create(tenant=tenant, name="chat", scope=ApiKey.Scope.CHANNEL)
-    return World(tenant=tenant, domain=created.domain, admin_key=created.admin_api_key, channel_key=channel_key)
+    key, channel_key = api_key_create(tenant=tenant, name="chat", scope=ApiKey.Scope.CHANNEL)
+    return World(tenant=tenant, domain=created.domain, admin_key=created.admin_api_key, channel_key=channel_key,
+                 channel_integration=key.integration)
 
 
 @pytest.fixture(scope="session")

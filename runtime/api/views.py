@@ -15,13 +15,15 @@ from rest_framework.views import APIView
 from asixto.json_input import unstorable_text
 from runtime import channel, events, limits, search, selectors
 from runtime.api import serializers as s
-from runtime.models import Conversation, Message, Turn
+from runtime.models import Message
 from runtime.stream_slots import StreamsFull
 from tenants.api.auth import IsChannelKey
 
 
 class ConversationListCreateView(generics.ListAPIView):
-    """Conversations of the tenant, newest first (filter: `channel_name`, `customer_ref`, search: `q`); POST starts one."""
+    """Conversations, newest first (filter: `channel_name`, `customer_ref`, search: `q`); POST starts one.
+    A channel key sees and posts to the conversations its integration started (the key and the keys rotated
+    from it); an admin key, all of the tenant's."""
 
     permission_classes = [IsChannelKey]
     serializer_class = s.ConversationSerializer
@@ -37,7 +39,7 @@ class ConversationListCreateView(generics.ListAPIView):
             refused["q"] = [problem]
         if refused:  # PostgreSQL cannot compare with them: a clear 400, not a 500 (A4)
             raise ValidationError(refused)
-        return selectors.conversations(**params, q=q)
+        return selectors.conversations(key=self.request.auth, **params, q=q)
 
     @extend_schema(parameters=[
         OpenApiParameter("channel_name", OpenApiTypes.STR, description="Only conversations of this channel (exact)."),
@@ -54,14 +56,18 @@ class ConversationListCreateView(generics.ListAPIView):
     def post(self, request):
         data = s.ConversationCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        conversation = channel.conversation_start(data=data.validated_data)
+        conversation = channel.conversation_start(data=data.validated_data, integration=request.auth.integration)
         return Response(s.ConversationSerializer(conversation).data, status=status.HTTP_201_CREATED)
 
 
 class ConversationDetailView(generics.RetrieveAPIView):
+    """One conversation (a channel key: one its integration started; any other is 404)."""
+
     permission_classes = [IsChannelKey]
     serializer_class = s.ConversationSerializer
-    queryset = Conversation.objects.all()
+
+    def get_queryset(self):
+        return selectors.visible_conversations(key=self.request.auth)
 
 
 class MessageListCreateView(generics.ListAPIView):
@@ -71,7 +77,7 @@ class MessageListCreateView(generics.ListAPIView):
     serializer_class = s.MessageSerializer
 
     def get_queryset(self):
-        conversation = get_object_or_404(Conversation.objects.all(), pk=self.kwargs["pk"])
+        conversation = get_object_or_404(selectors.visible_conversations(key=self.request.auth), pk=self.kwargs["pk"])
         return Message.objects.filter(conversation=conversation).select_related("turn", "reply_of").order_by("created_at")
 
     @extend_schema(
@@ -85,7 +91,7 @@ class MessageListCreateView(generics.ListAPIView):
                     "the first turn (`duplicate: true`); with another text, a 409.",
     )
     def post(self, request, pk):
-        conversation = get_object_or_404(Conversation.objects.all(), pk=pk)
+        conversation = get_object_or_404(selectors.visible_conversations(key=request.auth), pk=pk)
         data = s.MessagePostSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         posted = channel.message_post(conversation=conversation, api_key_id=request.auth.pk, **data.validated_data,
@@ -99,7 +105,7 @@ class TurnDetailView(APIView):
 
     @extend_schema(responses=s.TurnSerializer)
     def get(self, request, pk):
-        turn = get_object_or_404(selectors.turns(), pk=pk)
+        turn = get_object_or_404(selectors.turns(key=request.auth), pk=pk)
         context = {"tool_calls": selectors.turn_tool_calls(turn=turn)}
         return Response(s.TurnSerializer(turn, context=context).data)
 
@@ -152,7 +158,7 @@ class TurnEventsView(APIView):
         # JSONRenderer is here for the errors; a client that accepts only JSON cannot read the stream.
         if not _accepts_event_stream(request):
             raise NotAcceptable()
-        turn = get_object_or_404(Turn.objects.only("id"), pk=pk)
+        turn = get_object_or_404(selectors.visible_turns(key=request.auth).only("id"), pk=pk)
         try:
             return events.stream_response(request, turn_id=turn.pk, key_id=request.auth.pk)
         except StreamsFull as full:

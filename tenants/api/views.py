@@ -67,7 +67,7 @@ class ApiKeyRotateView(APIView):
         responses={201: s.ApiKeyRotatedSerializer, 409: OpenApiResponse(description="The key is revoked or expired (`key_inactive`).")},
         description="Replace the key by a new one with the same name, scope and expiry (its secret is shown only in "
                     "this response). The old key is revoked at once, or keeps working for `grace_minutes`; "
-                    "a webhook of the old key moves to the new one.",
+                    "a webhook of the old key, and the conversations its integration started, move to the new one.",
     )
     def post(self, request, pk):
         data = s.ApiKeyRotateSerializer(data=request.data)

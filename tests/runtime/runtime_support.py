@@ -45,10 +45,12 @@ def register_soporte(world, url, slug="soporte"):
 
 
 def post(world, text, *, conversation=None, external_id="", **conversation_values):
-    """A customer message through the channel service; returns the turn (queued, not run)."""
+    """A customer message through the channel service, as the world's channel key would post it;
+    returns the turn (queued, not run)."""
     with world.schema():
         if conversation is None:
-            conversation = conversation_start(data={**CHANNEL_DEFAULTS, **conversation_values})
+            conversation = conversation_start(data={**CHANNEL_DEFAULTS, **conversation_values},
+                                              integration=world.channel_integration)
         return message_post(conversation=conversation, text=text, external_id=external_id).turn
 
 
@@ -121,11 +123,13 @@ def recording_app(app, log, *, hold_first=0, executed=None, release=None):
 
 
 def queued_turn(world, text, **conversation_values):
-    """A stored, queued turn that no task was sent for (for tests that run it themselves)."""
+    """A stored, queued turn that no task was sent for (for tests that run it themselves), in a
+    conversation of the world's channel key."""
     from runtime.models import Conversation, Message
 
     with world.schema():
-        conversation = Conversation.objects.create(**{**CHANNEL_DEFAULTS, **conversation_values})
+        conversation = Conversation.objects.create(
+            **{**CHANNEL_DEFAULTS, "integration": world.channel_integration, **conversation_values})
         message = Message.objects.create(conversation=conversation, role="customer", text=text)
         return Turn.objects.create(conversation=conversation, message=message)
 

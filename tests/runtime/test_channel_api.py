@@ -270,7 +270,7 @@ def test_the_schema_documents_the_channel_api(alpha):
 
 def make_conversation(world):
     with world.schema():
-        return Conversation.objects.create(language="es").pk
+        return Conversation.objects.create(language="es", integration=world.channel_integration).pk
 
 
 def make_turn(world):

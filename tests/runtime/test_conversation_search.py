@@ -12,7 +12,7 @@ from runtime.models import Conversation, Message
 def conversation(world, *, text, customer_ref="", channel_name="web"):
     with world.schema():
         found = Conversation.objects.create(channel_kind="chat", channel_name=channel_name, language="es",
-                                            customer_ref=customer_ref)
+                                            customer_ref=customer_ref, integration=world.channel_integration)
         Message.objects.create(conversation=found, role="customer", text=text)
         Message.objects.create(conversation=found, role="agent", text="Con gusto le ayudo.")
         return str(found.pk)

@@ -154,7 +154,8 @@ def test_streams_open_at_once_are_bounded_per_key_tenant_and_process(alpha, beta
     settings.ASIXTO_STREAMS_PER_KEY, settings.ASIXTO_STREAMS_PER_TENANT, settings.ASIXTO_STREAMS_PER_PROCESS = 2, 3, 4
     turn = queued_turn(alpha, "Hola")  # never finishes: its streams stay open until closed
     with alpha.schema():
-        _row, second_key = api_key_create(tenant=alpha.tenant, name="voz", scope=ApiKey.Scope.CHANNEL)
+        row, second_key = api_key_create(tenant=alpha.tenant, name="voz", scope=ApiKey.Scope.CHANNEL)
+    second_url = f"/api/v1/turns/{queued_turn(alpha, 'Hola', integration=row.integration).pk}/events"
     connection.set_schema_to_public()
     url = f"/api/v1/turns/{turn.pk}/events"
     first, second = alpha.api(alpha.channel_key), alpha.api(second_key)
@@ -162,8 +163,8 @@ def test_streams_open_at_once_are_bounded_per_key_tenant_and_process(alpha, beta
     refused = first.get(url)
     assert [r.status_code for r in open_streams] == [200, 200] and refused.status_code == 429, refused.content
     assert int(refused["Retry-After"]) >= 1
-    open_streams.append(second.get(url))
-    assert open_streams[-1].status_code == 200 and second.get(url).status_code == 429  # the tenant's 3
+    open_streams.append(second.get(second_url))
+    assert open_streams[-1].status_code == 200 and second.get(second_url).status_code == 429  # the tenant's 3
     other = queued_turn(beta, "Hola")
     connection.set_schema_to_public()
     beta_stream = beta.api(beta.channel_key).get(f"/api/v1/turns/{other.pk}/events")

@@ -55,7 +55,7 @@ def test_a_key_over_its_messages_per_minute_is_refused_and_another_key_is_not(al
     with alpha.schema():
         _row, other_key = api_key_create(tenant=alpha.tenant, name="voice", scope=ApiKey.Scope.CHANNEL)
         assert Message.objects.count() == 3
-    assert post_message(alpha, conversation, "otra llave", key=other_key).status_code == 202
+    assert post_message(alpha, start(alpha, key=other_key), "otra llave", key=other_key).status_code == 202
 
 
 def test_operators_set_the_limits_and_tenants_cannot(alpha):
