@@ -14,8 +14,11 @@ from django.utils.translation import gettext_lazy as _
 from runtime.turn_errors import SELF_EXPLAINED, turn_error_text
 from tenants.crypto import EncryptedTextField
 
-# PostgreSQL text-search configurations of the conversation search (issue 20).
-SEARCH_CONFIGS = ("spanish", "english")
+# PostgreSQL text-search configurations of the conversation search (issue 20): copies of the stock
+# `spanish` and `english` that stem the same but keep every word, stop words included ("estado",
+# "no", "when" are words a support agent searches for). Migration 0011 creates them in each tenant
+# schema; a schema cloned from the template gets them from tenants.schema_clone.
+SEARCH_CONFIGS = ("spanish_nostop", "english_nostop")
 
 CHANNEL_KINDS = [("chat", _("chat")), ("voice", _("voice"))]
 
@@ -75,7 +78,7 @@ class Message(models.Model):
         # Conversation search (issue 20) matches words in either language: one index per config,
         # on the very expression runtime.search filters on, so the planner can use it.
         indexes = [
-            GinIndex(SearchVector("text", config=config), name=f"message_text_{config}_search")
+            GinIndex(SearchVector("text", config=config), name=f"message_text_{config}")
             for config in SEARCH_CONFIGS
         ]
 

@@ -1,9 +1,12 @@
 """Conversation search (issue 20): one query text matched against the customer reference (a
 phone, an e-mail) and the channel name as case-insensitive text, and against the words of the
 conversation's messages by PostgreSQL full-text search in Spanish and in English, so "facturas"
-finds "factura" and "refunds" finds "refund". The query is parsed by `websearch_to_tsquery`
-(quotes for a phrase, `or`, `-word`) and passed as a parameter: nothing is escaped by hand.
-Each configuration has its GIN expression index (runtime.models.Message)."""
+finds "factura" and "refunds" finds "refund". The configurations (runtime.models.SEARCH_CONFIGS)
+stem like PostgreSQL's `spanish` and `english` but drop no stop word: "estado" (a form of
+"estar"), "no" or "when" are found like any word, and a phrase keeps its small words in place.
+The query is parsed by `websearch_to_tsquery` (quotes for a phrase, `or`, `-word`) and passed as
+a parameter: nothing is escaped by hand. Each configuration has its GIN expression index
+(runtime.models.Message)."""
 
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db.models import Q

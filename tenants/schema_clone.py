@@ -1,12 +1,16 @@
-"""Copy a migrated schema into a new one with plain DDL (issue 22, P5): tables, defaults, identity
-columns and their sequences, constraints, indexes, triggers and the rows migrate wrote
-(django_migrations, content types, permissions).
+"""Copy a migrated schema into a new one with plain DDL (issue 22, P5): text-search dictionaries and
+configurations (the conversation search's, issue 20), tables, defaults, identity columns and their
+sequences, constraints, indexes, triggers and the rows migrate wrote (django_migrations, content
+types, permissions).
 
 The script is read from the catalogs once per process and template state, with the template on
 the search_path alone, so every name it holds is unqualified and lands in whatever schema runs it.
 Objects it cannot copy faithfully (views, functions, types, sequences outside identity columns,
-partitioned or unlogged tables, row security) raise CloneUnsupported before anything is created:
-the caller then migrates the new schema instead."""
+partitioned or unlogged tables, row security, text-search parsers and templates, a text-search
+configuration used by anything but an index) raise CloneUnsupported before anything is created:
+the caller then migrates the new schema instead. An index names its configuration by name, so the
+copy's index uses the copy's configuration; a default or a constraint copied by LIKE would keep
+the template's, hence the refusal."""
 
 from dataclasses import dataclass
 
@@ -20,7 +24,7 @@ class CloneUnsupported(Exception):
 
 @dataclass(frozen=True)
 class CloneScript:
-    structure: str  # CREATE TABLE … (LIKE template.…) for every table
+    structure: str  # text-search dictionaries and configurations, CREATE TABLE … (LIKE template.…) for every table
     data: str  # the rows migrate wrote, copied from the template
     finish: str  # sequence values, keys, indexes, foreign keys, triggers
 
@@ -37,7 +41,33 @@ UNION ALL SELECT 'sequence ' || s.relname FROM pg_class s WHERE s.relnamespace =
 UNION ALL SELECT 'constraint ' || conname FROM pg_constraint WHERE connamespace = %(ns)s::regnamespace
    AND contype NOT IN ('p', 'u', 'x', 'f', 'c')
 UNION ALL SELECT 'policy ' || polname FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid
- WHERE c.relnamespace = %(ns)s::regnamespace"""
+ WHERE c.relnamespace = %(ns)s::regnamespace
+UNION ALL SELECT 'text search parser ' || prsname FROM pg_ts_parser WHERE prsnamespace = %(ns)s::regnamespace
+UNION ALL SELECT 'text search template ' || tmplname FROM pg_ts_template WHERE tmplnamespace = %(ns)s::regnamespace
+UNION ALL SELECT 'text search configuration ' || cfg.cfgname || ' used by '
+       || pg_describe_object(d.classid, d.objid, d.objsubid)
+FROM pg_ts_config cfg JOIN pg_depend d ON d.refclassid = 'pg_ts_config'::regclass AND d.refobjid = cfg.oid
+ WHERE cfg.cfgnamespace = %(ns)s::regnamespace
+   AND NOT (d.classid = 'pg_class'::regclass AND EXISTS (SELECT 1 FROM pg_index i WHERE i.indexrelid = d.objid))"""
+# Dictionaries before configurations (their mappings name them). Names from other schemas are
+# qualified: the template is alone on the search path (pg_catalog's are always visible).
+TEXT_SEARCH_DICTIONARIES = """
+SELECT d.dictname, quote_ident(n.nspname) || '.' || quote_ident(t.tmplname), d.dictinitoption
+FROM pg_ts_dict d JOIN pg_ts_template t ON t.oid = d.dicttemplate JOIN pg_namespace n ON n.oid = t.tmplnamespace
+WHERE d.dictnamespace = %s::regnamespace ORDER BY d.oid"""
+TEXT_SEARCH_CONFIGURATIONS = """
+SELECT c.cfgname, quote_ident(n.nspname) || '.' || quote_ident(p.prsname)
+FROM pg_ts_config c JOIN pg_ts_parser p ON p.oid = c.cfgparser JOIN pg_namespace n ON n.oid = p.prsnamespace
+WHERE c.cfgnamespace = %s::regnamespace ORDER BY c.oid"""
+# One mapping per list of dictionaries, for all the token types that use it.
+TEXT_SEARCH_MAPPINGS = """
+SELECT cfgname, string_agg(quote_ident(alias), ', ' ORDER BY maptokentype), dictionaries
+FROM (SELECT c.oid, c.cfgname, m.maptokentype, t.alias,
+             string_agg(m.mapdict::regdictionary::text, ', ' ORDER BY m.mapseqno) AS dictionaries
+      FROM pg_ts_config c JOIN pg_ts_config_map m ON m.mapcfg = c.oid
+      JOIN LATERAL ts_token_type(c.cfgparser) t ON t.tokid = m.maptokentype
+      WHERE c.cfgnamespace = %s::regnamespace GROUP BY c.oid, c.cfgname, m.maptokentype, t.alias) token_types
+GROUP BY oid, cfgname, dictionaries ORDER BY oid, min(maptokentype)"""
 TABLES = """
 SELECT c.relname, obj_description(c.oid, 'pg_class'),
        array_agg(a.attname ORDER BY a.attnum) FILTER (WHERE a.attgenerated = '')
@@ -88,9 +118,9 @@ def _read(cursor, template: str) -> CloneScript:
     if unsupported := [row[0] for row in cursor.fetchall()]:
         raise CloneUnsupported(", ".join(unsupported))
     source = sql.Identifier(template)
+    structure = _text_search(cursor, template)
     cursor.execute(TABLES, [template])
     tables = cursor.fetchall()
-    structure = []
     for name, comment, _columns in tables:
         table = sql.Identifier(name)
         structure.append(sql.SQL("CREATE TABLE {} (LIKE {}.{} " + LIKE_OPTIONS + ")").format(table, source, table))
@@ -125,6 +155,25 @@ def _read(cursor, template: str) -> CloneScript:
     cursor.execute(TRIGGERS, [template])
     finish += [sql.SQL(_unqualified(row[0], template)) for row in cursor.fetchall()]
     return CloneScript(*("".join(render(statement) + ";\n" for statement in part) for part in (structure, data, finish)))
+
+
+def _text_search(cursor, template: str) -> list:
+    """The template's text-search dictionaries and configurations, as pg_dump writes them."""
+    statements = []
+    cursor.execute(TEXT_SEARCH_DICTIONARIES, [template])
+    for name, dictionary_template, options in cursor.fetchall():
+        # The options are stored as the text of the CREATE's own list (language = 'spanish', …).
+        statements.append(sql.SQL("CREATE TEXT SEARCH DICTIONARY {} (TEMPLATE = {}{})").format(
+            sql.Identifier(name), sql.SQL(dictionary_template), sql.SQL(f", {options}" if options else "")))
+    cursor.execute(TEXT_SEARCH_CONFIGURATIONS, [template])
+    for name, parser in cursor.fetchall():
+        statements.append(sql.SQL("CREATE TEXT SEARCH CONFIGURATION {} (PARSER = {})").format(
+            sql.Identifier(name), sql.SQL(parser)))
+    cursor.execute(TEXT_SEARCH_MAPPINGS, [template])
+    for name, token_types, dictionaries in cursor.fetchall():
+        statements.append(sql.SQL("ALTER TEXT SEARCH CONFIGURATION {} ADD MAPPING FOR {} WITH {}").format(
+            sql.Identifier(name), sql.SQL(token_types), sql.SQL(dictionaries)))
+    return statements
 
 
 def _add_constraints(constraints):

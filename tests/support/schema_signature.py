@@ -38,6 +38,20 @@ UNION ALL SELECT 'type', typname, typtype::text FROM pg_type WHERE typnamespace 
   AND NOT EXISTS (SELECT 1 FROM pg_type e WHERE e.oid = pg_type.typelem AND e.typrelid <> 0)
 ORDER BY 1, 2"""
 
+# The conversation search's dictionaries and configurations (issue 20): a dictionary's template and
+# options, a configuration's parser and, per token type, its dictionaries in order.
+TEXT_SEARCH = """
+SELECT 'dictionary', d.dictname, t.tmplnamespace::regnamespace::text || '.' || t.tmplname, coalesce(d.dictinitoption, '')
+FROM pg_ts_dict d JOIN pg_ts_template t ON t.oid = d.dicttemplate WHERE d.dictnamespace = %(schema)s::regnamespace
+UNION ALL
+SELECT 'configuration', c.cfgname, p.prsnamespace::regnamespace::text || '.' || p.prsname,
+       (SELECT string_agg(m.maptokentype || ':' || m.mapseqno || ':' || dn.nspname || '.' || d.dictname, ' '
+                          ORDER BY m.maptokentype, m.mapseqno)
+        FROM pg_ts_config_map m JOIN pg_ts_dict d ON d.oid = m.mapdict JOIN pg_namespace dn ON dn.oid = d.dictnamespace
+        WHERE m.mapcfg = c.oid)
+FROM pg_ts_config c JOIN pg_ts_parser p ON p.oid = c.cfgparser WHERE c.cfgnamespace = %(schema)s::regnamespace
+ORDER BY 1, 2"""
+
 
 def _normalised(schema, rows):
     def one(value):
@@ -59,6 +73,8 @@ def schema_signature(schema: str) -> dict:
             signature[name] = _normalised(schema, cursor.fetchall())
         cursor.execute(OTHER_OBJECTS, {"schema": schema})
         signature["other objects"] = cursor.fetchall()
+        cursor.execute(TEXT_SEARCH, {"schema": schema})
+        signature["text search"] = _normalised(schema, cursor.fetchall())
         cursor.execute(f'SELECT id, app, name FROM "{schema}".django_migrations ORDER BY id')
         signature["migrations"] = cursor.fetchall()
         tables = sorted({row[0] for row in signature["columns"]} - {"django_migrations", "accounts_user"})

@@ -26,8 +26,9 @@ def _sql(statement):
 
 
 def test_it_clones_a_schema_identical_to_a_migrated_one(db):
-    """T5, P5: tables, columns, constraints, indexes, sequences and their owners, the migrations
-    recorded and the rows migrate writes are the same in a cloned and in a migrated schema."""
+    """T5, P5, issue 20: tables, columns, constraints, indexes, sequences and their owners, the
+    text-search dictionaries and configurations, the migrations recorded and the rows migrate
+    writes are the same in a cloned and in a migrated schema."""
     cloned = tenant_create(slug="cloned", name="Cloned").tenant
     with override_settings(ASIXTO_TENANT_CLONE=False):
         migrated = tenant_create(slug="migrated", name="Migrated").tenant
@@ -36,6 +37,9 @@ def test_it_clones_a_schema_identical_to_a_migrated_one(db):
     assert migrations_applied_at("migrated") != migrations_applied_at(TEMPLATE)
     clone, migration = schema_signature(cloned.schema_name), schema_signature(migrated.schema_name)
     assert len(clone["tables"]) > 20 and clone["migrations"] and clone["rows of django_content_type"]
+    assert [row[:2] for row in clone["text search"]] == [
+        ("configuration", "english_nostop"), ("configuration", "spanish_nostop"),
+        ("dictionary", "english_stem_nostop"), ("dictionary", "spanish_stem_nostop")]
     for part in migration:
         assert clone[part] == migration[part], part
     assert clone == migration
@@ -110,12 +114,18 @@ def test_two_creations_at_once_rebuild_a_missing_template_once(django_db_setup, 
                 tenant.delete(force_drop=True)
 
 
-def test_it_migrates_the_schema_when_the_template_holds_what_the_copy_cannot_make(db, caplog):
-    """T5: a template with an object the copy does not reproduce (here a view) is not copied
-    half-way: the new schema is migrated, and the log says why."""
+@pytest.mark.parametrize("hand_made", [
+    "CREATE VIEW {t}.hand_made AS SELECT 1 AS one",
+    # A default copied by LIKE would keep naming the template's own text-search configuration.
+    "CREATE TABLE {t}.hand_made (words tsvector DEFAULT to_tsvector('{t}.spanish_nostop'::regconfig, 'hola'))",
+], ids=["view", "default on a text search configuration"])
+def test_it_migrates_the_schema_when_the_template_holds_what_the_copy_cannot_make(db, caplog, hand_made):
+    """T5, issue 20: a template with an object the copy does not reproduce (a view; a default that
+    names the template's text-search configuration) is not copied half-way: the new schema is
+    migrated, and the log says why."""
     from tenants.schema_template import _script
 
-    _sql(f"CREATE VIEW {TEMPLATE}.hand_made AS SELECT 1 AS one")
+    _sql(hand_made.format(t=TEMPLATE))
     _script.cache_clear()  # a process reads the template once per set of migrations
     try:
         created = tenant_create(slug="not-copied", name="Not copied").tenant
