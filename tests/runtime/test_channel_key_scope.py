@@ -91,7 +91,7 @@ def test_the_migration_gives_old_conversations_the_integration_of_their_first_po
     them); one never posted to through the API keeps none."""
     from importlib import import_module
 
-    fill = import_module("runtime.migrations.0011_conversation_integration").FILL
+    fill = import_module("runtime.migrations.0012_conversation_integration").FILL
     chat = start(alpha, alpha.channel_key)
     say(alpha, alpha.channel_key, chat, "primero")
     empty = start(alpha, alpha.channel_key)

@@ -17,7 +17,7 @@ WHERE conversation.id = first_turn.conversation_id AND conversation.integration 
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("runtime", "0010_webhook_attempt_sending"),
+        ("runtime", "0011_message_search_keeps_stop_words"),
         ("tenants", "0014_apikey_integration"),
     ]
 
