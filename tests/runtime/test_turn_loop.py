@@ -107,6 +107,19 @@ def test_it_executes_a_tool_call_written_as_text_and_strips_it(alpha, soporte):
     assert turn.reply.text == "No encontré ese caso."
 
 
+def test_it_executes_a_call_written_as_json_after_an_announcement(alpha, soporte):
+    """R5 (found by exploratory testing): "Voy a revisar el caso. {json call}" runs the call, and the
+    customer gets the answer built on its result, not the announcement alone."""
+    _desk, log = soporte
+    text_call = 'Voy a revisar el caso.\n{"name": "soporte__consultar_caso", "arguments": {"radicado": "SOP-1"}}'
+    model, served = serve_model([say(text_call), say("No existe."), say("No encontré ese caso.")])
+    with served as url, agent(alpha, f"{url}/v1"):
+        turn = run(alpha, post(alpha, "¿Cómo va el caso SOP-1?"))
+    assert tool_calls_seen(log)[0][:2] == ("consultar_caso", {"radicado": "SOP-1"})
+    assert "NOT_FOUND" in model.requests[1]["messages"][-1]["content"]
+    assert turn.reply.text == "No encontré ese caso."
+
+
 def test_it_tells_the_model_about_arguments_that_are_not_json(alpha, soporte):
     """R2, A4: native arguments that are not a JSON object never reach the server; the model is
     told to correct them and its corrected call goes through."""
