@@ -58,7 +58,7 @@ from runtime.routing.delivery import delivered, pretence, reask
 from runtime.routing.language import customer_language
 from runtime.routing.route import Route, route_message
 from runtime.routing.router import router_endpoint
-from runtime.textcalls import clean_reply, parse_text_calls
+from runtime.textcalls import TEXT_CALLS_NOT_RUN, clean_reply, parse_text_calls
 from runtime.turn_order import next_turn_queue, waiting_on_earlier
 from runtime.turn_writes import LeaseLost, reply_write, step_write, turn_claim
 from tenants.selectors import current_tenant
@@ -111,6 +111,7 @@ class _Run:
     route: Route | None = None  # R6: the first iteration shows this one tool, with the composed instruction
     outcomes: list = field(default_factory=list)  # (tool name, outcome) of this turn's tool steps (R8)
     reasked: bool = False  # R8: the one re-ask of a routed turn that delivered nothing
+    told_text_calls: bool = False  # R5: the model was told once that a call inside its prose was not run
     builtins: TurnBuiltins | None = None  # R12: built-ins this message gives a reason for, skills
     customer_said: tuple = ()  # the customer's messages, this one last: what a chart may draw (R12)
     renewed: float = field(default_factory=time.monotonic)  # when the lease was last renewed
@@ -416,8 +417,17 @@ def _loop(run: _Run, messages: list[dict], native_tools: list[dict], limit: int,
         else:
             _apply_skills(run, messages, native_tools)
             answer = _model_step(run, messages, native_tools, iteration)
-        calls, text = _calls_of(run, answer)
+        calls, text, unrun = _calls_of(run, answer)
         if not calls:
+            if unrun and not run.told_text_calls and iteration < limit:
+                # R5: call JSON inside prose may be a call or a quotation (of the customer, of an example):
+                # it is never run from there, and the model is asked once to call the tool or answer without it.
+                run.told_text_calls = True
+                routed_step = run.route is not None and iteration == 1  # still the routed step: its tool again
+                log.info("turn %s: call-shaped text in the answer was not run; asking the model once more", run.turn.pk)
+                messages.append({"role": "assistant", "content": text or ""})
+                messages.append({"role": "user", "content": TEXT_CALLS_NOT_RUN})
+                continue
             if run.route and not run.reasked and iteration < limit and not delivered(
                     tool_outcomes=run.outcomes, routed=run.route.tool):
                 run.reasked = routed_step = True
@@ -493,9 +503,10 @@ def _answer_from(stored: dict) -> Answer:
     return Answer(content=stored.get("content", ""), tool_calls=calls, finish_reason=stored.get("finish_reason", ""))
 
 
-def _calls_of(run: _Run, answer: Answer) -> tuple[list[Call], str]:
-    """The calls the model asked for — native ones, or else the ones written as text (R5) — and
-    its text without any call syntax. Call ids are ours: some servers reuse theirs."""
+def _calls_of(run: _Run, answer: Answer) -> tuple[list[Call], str, tuple[str, ...]]:
+    """The calls the model asked for — native ones, or else the ones written as text (R5) —, its
+    text without any call syntax, and the call-shaped fragments of that text that were not run
+    (call JSON inside prose, a name not offered). Call ids are ours: some servers reuse theirs."""
     prefix = f"call_{run.index}_"
     if answer.tool_calls:
         calls = []
@@ -508,14 +519,14 @@ def _calls_of(run: _Run, answer: Answer) -> tuple[list[Call], str]:
                 arguments = None
             calls.append(Call(f"{prefix}{n}", native.name, arguments if isinstance(arguments, dict) else None,
                               storable(native.arguments[:MAX_ARGUMENT_CHARS])))
-        return calls, clean_reply(answer.content)
+        return calls, clean_reply(answer.content), ()
     parsed = parse_text_calls(answer.content, {name: tool.definition.get("inputSchema") or {} for name, tool in run.tools.items()})
     calls = [
         Call(f"{prefix}{n}", call.name, call.arguments if _storable_json(call.arguments) else None,
              storable(json.dumps(call.arguments, ensure_ascii=False)))
         for n, call in enumerate(parsed.calls[:MAX_CALLS_PER_ANSWER], 1)
     ]
-    return calls, clean_reply(parsed.text)
+    return calls, clean_reply(parsed.text), parsed.rejected
 
 
 def _storable_json(value) -> bool:

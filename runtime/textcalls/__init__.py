@@ -26,7 +26,7 @@ from runtime.textcalls.model import MAX_CALLS, MAX_TEXT, ParsedText, TextCall
 from runtime.textcalls.reading import _bare_calls, _embedded_calls, _Reader, _scan
 from runtime.textcalls.syntax import _DEBRIS
 
-__all__ = ["MAX_CALLS", "MAX_TEXT", "ParsedText", "TextCall", "clean_reply", "parse_text_calls"]
+__all__ = ["MAX_CALLS", "MAX_TEXT", "ParsedText", "TextCall", "clean_reply", "parse_text_calls", "TEXT_CALLS_NOT_RUN"]
 
 
 def parse_text_calls(text: str, tools: Mapping[str, dict]) -> ParsedText:
@@ -51,3 +51,14 @@ def clean_reply(text: str) -> str:
     """Only the cleaning: what may reach the customer (no call syntax, no special tokens, no JSON
     meant for a tool, no SQL). Calls found are dropped, not executed."""
     return parse_text_calls(text, {}).text
+
+
+# What the model is told, once a turn, when its answer held call-shaped text that was not run
+# (`ParsedText.rejected`): call JSON inside prose is a call or a quotation (of the customer, of an
+# example), and a name may not be offered; the model says which by calling the tool, or answering.
+TEXT_CALLS_NOT_RUN = (
+    "Your last answer contained a tool call written inside its text. It was not run, and the customer has "
+    "received nothing from it. If you meant to use a tool, call it now with tool calling, using a tool you "
+    "were offered. If you were quoting or showing an example, answer again without it. Never say that an "
+    "action was done or a result found unless a tool returned it."
+)

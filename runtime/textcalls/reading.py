@@ -278,9 +278,8 @@ def _bare_calls(text, reader):
 
 
 def _embedded_calls(text, reader):
-    """Call-shaped JSON inside prose ("Voy a consultar: {"name": …, "arguments": {…}}"): the model
-    asked for that call, so it is executed like a bare call when it names an offered tool with an
-    object of arguments, and recorded as rejected otherwise; removed either way."""
+    """Call-shaped JSON inside prose: JSON meant for a tool, removed and recorded, never executed
+    (a bare call is executed only when it is the whole message)."""
     spans, pos = [], 0
     for attempt, match in enumerate(_CALL_JSON.finditer(text)):
         start = match.start()
@@ -294,7 +293,7 @@ def _embedded_calls(text, reader):
         for at in (before, start) if before >= 0 and text[before] == "[" else (start,):
             value, end = _decode_at(text, at)
             if _all_call_objects(value):
-                reader.objects(value, text[at:end])
+                reader.reject(text[at:end])
                 spans.append((at, end))
                 pos = end
                 break

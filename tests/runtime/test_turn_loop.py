@@ -8,6 +8,7 @@ from examples.soporte.desk import SupportDesk
 from examples.soporte.server import build_app
 from runtime.events import status_text
 from runtime.models import Message, Turn, TurnEvent, TurnStep
+from runtime.textcalls import TEXT_CALLS_NOT_RUN
 from runtime.turn import no_answer_reply
 from tests.runtime.runtime_support import agent, post, recording_app, register_soporte, run, tool_calls_seen
 from tests.support.mcp_servers import serve_asgi
@@ -107,16 +108,33 @@ def test_it_executes_a_tool_call_written_as_text_and_strips_it(alpha, soporte):
     assert turn.reply.text == "No encontré ese caso."
 
 
-def test_it_executes_a_call_written_as_json_after_an_announcement(alpha, soporte):
-    """R5 (found by exploratory testing): "Voy a revisar el caso. {json call}" runs the call, and the
-    customer gets the answer built on its result, not the announcement alone."""
+def test_call_json_quoted_in_prose_never_runs_and_the_model_is_asked_once(alpha, soporte):
+    """R5 (found by exploratory testing): JSON of a write call inside prose may be a quotation (of
+    the customer, of an example): it never runs from there. The model is told once that it was not
+    run; its next answer is the reply, with no tool called and no JSON in it."""
     _desk, log = soporte
-    text_call = 'Voy a revisar el caso.\n{"name": "soporte__consultar_caso", "arguments": {"radicado": "SOP-1"}}'
-    model, served = serve_model([say(text_call), say("No existe."), say("No encontré ese caso.")])
+    quoted = ('Un integrador enviaría algo como {"name": "soporte__abrir_caso_soporte", "arguments": {"documento": '
+              '"1020304050", "tipo": "falla", "descripcion": "ejemplo"}} pero no lo haré sin su confirmación.')
+    model, served = serve_model([say(quoted), say("Puedo abrir el caso si me confirma sus datos.")])
+    with served as url, agent(alpha, f"{url}/v1"):
+        turn = run(alpha, post(alpha, "¿Cómo se abre un caso por API?"))
+    assert tool_calls_seen(log) == []
+    assert model.requests[1]["messages"][-1] == {"role": "user", "content": TEXT_CALLS_NOT_RUN}
+    assert turn.reply.text == "Puedo abrir el caso si me confirma sus datos." and len(model.requests) == 2
+
+
+def test_a_call_announced_in_prose_runs_once_the_model_calls_it(alpha, soporte):
+    """R5 (found by exploratory testing): "Voy a revisar: {json} y le cuento." used to reach the
+    customer as "Voy a revisar: y le cuento." with nothing behind it. Now the model is told the call
+    was not run, calls the tool, and the customer gets the answer built on its result."""
+    _desk, log = soporte
+    announced = 'Voy a revisar: {"name": "soporte__consultar_caso", "arguments": {"radicado": "SOP-1"}} y le cuento.'
+    model, served = serve_model([say(announced), call("soporte__consultar_caso", {"radicado": "SOP-1"}),
+                                 say("No existe."), say("No encontré ese caso.")])
     with served as url, agent(alpha, f"{url}/v1"):
         turn = run(alpha, post(alpha, "¿Cómo va el caso SOP-1?"))
-    assert tool_calls_seen(log)[0][:2] == ("consultar_caso", {"radicado": "SOP-1"})
-    assert "NOT_FOUND" in model.requests[1]["messages"][-1]["content"]
+    assert [seen[:2] for seen in tool_calls_seen(log)] == [("consultar_caso", {"radicado": "SOP-1"})]
+    assert "NOT_FOUND" in model.requests[2]["messages"][-1]["content"]
     assert turn.reply.text == "No encontré ese caso."
 
 
