@@ -1,5 +1,7 @@
 """Dashboard forms for the tenant's settings and API keys."""
 
+import uuid
+
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
@@ -109,6 +111,18 @@ class ApiKeyForm(forms.Form):
         label=_("Scope"), choices=[(ApiKey.Scope.CHANNEL, ApiKey.Scope.CHANNEL.label), (ApiKey.Scope.ADMIN, ApiKey.Scope.ADMIN.label)]
     )
     expires_at = TypedDateTimeField(label=_("Expires"), required=False, help_text=_("Optional, in UTC. Empty: the key does not expire."))
+    integration = forms.TypedChoiceField(
+        label=_("Integration"), required=False, coerce=uuid.UUID, empty_value=None,
+        help_text=_("Channel keys: a new integration, or the one of an earlier key (its conversations go on with the new key)."),
+    )
+
+    def __init__(self, *args, tenant=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        newest = {}  # integration → its newest channel key, which names it
+        for key in ApiKey.objects.filter(tenant=tenant, scope=ApiKey.Scope.CHANNEL).order_by("created_at", "pk"):
+            newest[key.integration] = key
+        self.fields["integration"].choices = [("", _("A new integration"))] + [
+            (str(integration), f"{key.display_name} ({key.prefix})") for integration, key in reversed(newest.items())]
 
 
 class ApiKeyRotateForm(forms.Form):

@@ -99,8 +99,10 @@ def tenant_create(
 def api_key_create(*, tenant: Tenant | None, name: str, scope: str, expires_at=None,
                    integration=None) -> tuple[ApiKey, str]:
     """Create a key and return it with its plaintext, which is never stored nor shown again (T3).
-    `expires_at`, if given, must be in the future (issue 20). `integration`: the integration the
-    key belongs to (a rotation's new key); a new one otherwise."""
+    `expires_at`, if given, must be in the future (issue 20). `integration`: the integration of an
+    earlier key of `tenant` with this scope that the key continues (a rotation's new key, or a new
+    channel key for an integration whose keys were all revoked or expired: it reads and posts to
+    that integration's conversations); a new integration otherwise."""
     if scope not in ApiKey.Scope.values:
         raise ApplicationError(_("Unknown scope."), fields={"scope": [_("Unknown scope.")]})
     if (scope == ApiKey.Scope.OPERATOR) != (tenant is None):
@@ -108,6 +110,9 @@ def api_key_create(*, tenant: Tenant | None, name: str, scope: str, expires_at=N
     if expires_at is not None and expires_at <= timezone.now():
         message = _("Choose a moment in the future.")
         raise ApplicationError(message, fields={"expires_at": [message]})
+    if integration is not None and not ApiKey.objects.filter(tenant=tenant, scope=scope, integration=integration).exists():
+        message = _("Choose the integration of an earlier key of this account with the same scope.")
+        raise ApplicationError(message, fields={"integration": [message]})
     prefix, plaintext = ApiKey.generate()
     key = ApiKey.objects.create(
         tenant=tenant, name=name, scope=scope, prefix=prefix, key_hash=ApiKey.hash(plaintext), expires_at=expires_at,
@@ -138,6 +143,9 @@ def api_key_rotate(*, key: ApiKey, grace_minutes: int = 0) -> tuple[ApiKey, str]
         key = ApiKey.objects.select_for_update().get(pk=key.pk)
         if not key.is_active:
             raise ApplicationError(_("Only an active key can be rotated."), code="key_inactive", status_code=409)
+        if key.replaced_by_id is not None:  # in its grace: its replacement is the key to rotate
+            raise ApplicationError(_("This key was already rotated; rotate the key that replaced it."),
+                                   code="key_rotated", status_code=409)
         new_key, plaintext = api_key_create(tenant=key.tenant, name=key.name, scope=key.scope, expires_at=key.expires_at,
                                             integration=key.integration)
         now = timezone.now()

@@ -33,14 +33,14 @@ def settings_page(request):
 def _keys_page(request, *, form=None, created_key=None, status=200):
     page = list_page(request, ApiKey.objects.filter(tenant_id=request.tenant.pk).order_by("-created_at", "pk"))
     return render(request, "dashboard/api_keys.html", {
-        "nav": "api_keys", "form": form or ApiKeyForm(), "rotate_form": ApiKeyRotateForm(), "page": page, "keys": page,
+        "nav": "api_keys", "form": form or ApiKeyForm(tenant=request.tenant), "rotate_form": ApiKeyRotateForm(), "page": page, "keys": page,
         "created_key": created_key,
     }, status=status)
 
 
 @admin_page
 def api_keys_page(request):
-    form = ApiKeyForm(request.POST or None)
+    form = ApiKeyForm(request.POST or None, tenant=request.tenant)
     if request.method == "POST" and form.is_valid():
         try:
             _key, created_key = services.api_key_create(tenant=request.tenant, **form.cleaned_data)

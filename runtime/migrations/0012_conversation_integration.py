@@ -1,16 +1,18 @@
 """Conversations record the API integration that started them. Existing ones take the
-integration of the key that posted their first message through the API; those never posted to
-through the API stay without one (admin keys and the dashboard still see them)."""
+integration of the channel key that posted their first message through the API (of an admin key
+when no channel key posted); those never posted to through the API stay without one (admin keys
+and the dashboard still see them; a channel continues with a new conversation)."""
 
 from django.db import migrations, models
 
 # tenants_apikey lives in the public schema, on every tenant schema's search path.
+# A channel key's post wins over an admin key's (an admin testing a channel's conversation).
 FILL = """
-UPDATE runtime_conversation AS conversation SET integration = key.integration
-FROM (SELECT DISTINCT ON (conversation_id) conversation_id, api_key_id FROM runtime_turn
-      WHERE api_key_id IS NOT NULL ORDER BY conversation_id, created_at) AS first_turn
-JOIN tenants_apikey AS key ON key.id = first_turn.api_key_id
-WHERE conversation.id = first_turn.conversation_id AND conversation.integration IS NULL
+UPDATE runtime_conversation AS conversation SET integration = first_post.integration
+FROM (SELECT DISTINCT ON (turn.conversation_id) turn.conversation_id, key.integration
+      FROM runtime_turn AS turn JOIN tenants_apikey AS key ON key.id = turn.api_key_id
+      ORDER BY turn.conversation_id, key.scope <> 'channel', turn.created_at) AS first_post
+WHERE conversation.id = first_post.conversation_id AND conversation.integration IS NULL
 """
 
 

@@ -47,7 +47,9 @@ def playground_post(request):
     data = form.cleaned_data
     if data["conversation"]:
         # Only the playground's own conversations: a real customer's never gets a test message.
-        conversation = get_object_or_404(Conversation.objects.all(), pk=data["conversation"], channel_name=PLAYGROUND_CHANNEL)
+        # (A channel may name its own conversations "playground" too: those belong to its integration.)
+        conversation = get_object_or_404(Conversation.objects.all(), pk=data["conversation"], channel_name=PLAYGROUND_CHANNEL,
+                                         integration__isnull=True)
     else:
         conversation = channel.conversation_start(data={
             "channel_kind": data["channel_kind"] or "chat", "channel_name": PLAYGROUND_CHANNEL,

@@ -98,8 +98,11 @@ class ApiKeySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ApiKey
-        fields = ["id", "name", "scope", "prefix", "created_at", "revoked_at", "expires_at", "last_used_at", "is_active"]
+        fields = ["id", "name", "scope", "prefix", "created_at", "revoked_at", "expires_at", "last_used_at", "is_active",
+                  "integration"]
         extra_kwargs = {
+            "integration": {"help_text": "The key's integration: the key and the keys rotated from it share it. A channel "
+                                         "key reads and posts only its integration's conversations."},
             "expires_at": {"help_text": "When the key stops working (401 key_expired); null: never."},
             "last_used_at": {"help_text": "The last request made with the key, to the minute."},
         }
@@ -110,6 +113,11 @@ class ApiKeyCreateSerializer(StrictSerializer):
     scope = serializers.ChoiceField(choices=[ApiKey.Scope.CHANNEL, ApiKey.Scope.ADMIN])
     expires_at = serializers.DateTimeField(
         required=False, allow_null=True, help_text="Optional: when the key stops working (in the future)."
+    )
+    integration = serializers.UUIDField(
+        required=False, allow_null=True,
+        help_text="Optional, channel keys: continue the integration of an earlier channel key of this account (its "
+                  "`integration`; revoked or expired keys included): the new key reads and posts to its conversations.",
     )
 
 

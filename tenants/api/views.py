@@ -64,7 +64,9 @@ class ApiKeyDetailView(APIView):
 class ApiKeyRotateView(APIView):
     @extend_schema(
         request=s.ApiKeyRotateSerializer,
-        responses={201: s.ApiKeyRotatedSerializer, 409: OpenApiResponse(description="The key is revoked or expired (`key_inactive`).")},
+        responses={201: s.ApiKeyRotatedSerializer, 409: OpenApiResponse(
+            description="The key is revoked or expired (`key_inactive`), or was already rotated (`key_rotated`: rotate "
+                        "the key that replaced it).")},
         description="Replace the key by a new one with the same name, scope and expiry (its secret is shown only in "
                     "this response). The old key is revoked at once, or keeps working for `grace_minutes`; "
                     "a webhook of the old key, and the conversations its integration started, move to the new one.",

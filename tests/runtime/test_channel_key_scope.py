@@ -87,12 +87,13 @@ def test_a_conversation_without_an_integration_is_for_admin_keys_and_the_dashboa
 
 def test_the_migration_gives_old_conversations_the_integration_of_their_first_post(alpha):
     """T2: conversations stored before integrations were recorded take the integration of the key
-    that posted their first message through the API (the migration's statement, run here on
-    them); one never posted to through the API keeps none."""
+    that posted their first message through the API, a channel key's before an admin key's (the
+    migration's statement, run here on them); one never posted to through the API keeps none."""
     from importlib import import_module
 
     fill = import_module("runtime.migrations.0012_conversation_integration").FILL
     chat = start(alpha, alpha.channel_key)
+    say(alpha, alpha.admin_key, chat, "una prueba del administrador, antes")  # the channel's post wins
     say(alpha, alpha.channel_key, chat, "primero")
     empty = start(alpha, alpha.channel_key)
     with alpha.schema():
@@ -103,3 +104,52 @@ def test_the_migration_gives_old_conversations_the_integration_of_their_first_po
     chat_key = ApiKey.objects.get(key_hash=ApiKey.hash(alpha.channel_key))
     assert {str(pk): value for pk, value in stored.items()} == {chat["id"]: chat_key.integration, empty["id"]: None}
     assert alpha.api(alpha.channel_key).get(f"/api/v1/conversations/{chat['id']}").status_code == 200
+
+
+def test_a_new_key_continues_an_integration_whose_keys_were_all_revoked(alpha):
+    """T2 (found by exploratory testing): once an integration's only key is revoked or expired it
+    cannot be rotated, and a new key started a new integration: the channel lost its customers'
+    conversations for good. A new channel key given that integration reads and posts to them."""
+    conversation = start(alpha, alpha.channel_key)
+    old = ApiKey.objects.get(key_hash=ApiKey.hash(alpha.channel_key))
+    assert alpha.api().delete(f"/api/v1/api-keys/{old.pk}").status_code == 200
+    created = send(alpha.api(), "/api/v1/api-keys", {"name": "chat 2", "scope": "channel", "integration": str(old.integration)})
+    assert created.status_code == 201 and created.json()["integration"] == str(old.integration), created.content
+    new_key = created.json()["key"]
+    assert alpha.api(new_key).get(f"/api/v1/conversations/{conversation['id']}").status_code == 200
+    assert send(alpha.api(new_key), conversation["messages_url"], {"text": "sigo aquí"}).status_code == 202
+
+
+def test_an_integration_is_continued_only_by_a_channel_key_of_the_same_account(alpha, beta):
+    """T1, T2, A4: an admin key's integration, another tenant's, an unknown one, or an admin key
+    asking for one: 400 naming `integration`, and no key is made."""
+    admin_key = ApiKey.objects.get(key_hash=ApiKey.hash(alpha.admin_key))
+    theirs = ApiKey.objects.get(key_hash=ApiKey.hash(beta.channel_key))
+    count = ApiKey.objects.count()
+    for scope, integration in (("channel", admin_key.integration), ("channel", theirs.integration),
+                               ("channel", "3f1e2d4c-0000-4000-8000-000000000000"), ("admin", alpha.channel_integration)):
+        response = send(alpha.api(), "/api/v1/api-keys", {"name": "x", "scope": scope, "integration": str(integration)})
+        assert response.status_code == 400 and "integration" in response.json()["error"]["fields"], response.content
+    assert ApiKey.objects.count() == count
+
+
+def test_the_dashboard_makes_a_key_for_an_earlier_integration(alpha):
+    """T2, issue 20: the API keys page offers the account's channel integrations, named by their
+    newest key; the key made continues the chosen one."""
+    client = alpha.dashboard("ana")
+    page = client.get("/api-keys/").content.decode()
+    assert str(alpha.channel_integration) in page
+    response = client.post("/api-keys/", {"name": "chat 2", "scope": "channel", "integration": str(alpha.channel_integration)})
+    assert response.status_code == 200
+    made = ApiKey.objects.get(tenant=alpha.tenant, name="chat 2")
+    assert made.integration == alpha.channel_integration
+
+
+def test_a_channels_conversation_named_playground_gets_no_playground_message(alpha):
+    """T2 (found by exploratory testing): the playground posts only into its own conversations; a
+    channel's conversation named "playground" is a 404 and gets nothing."""
+    conversation = start(alpha, alpha.channel_key, channel_name="playground")
+    response = alpha.dashboard("ana").post("/playground/messages/", {"text": "prueba", "conversation": conversation["id"]})
+    assert response.status_code == 404
+    with alpha.schema():
+        assert not Turn.objects.filter(conversation_id=conversation["id"]).exists()

@@ -2,6 +2,7 @@
 shown once; the old one revoked at once or after a grace; its webhook follows the new key."""
 
 import json
+import uuid
 from datetime import timedelta
 
 from django.db import connection
@@ -108,3 +109,19 @@ def test_the_webhook_of_a_rotated_key_follows_the_new_key(alpha):
     api_key_revoke(key=ApiKey.objects.get(pk=body["id"]))
     with alpha.schema():
         assert outbox_row(api_key_id=old.pk) is None and outbox_row(api_key_id=body["id"]) is None
+
+
+def test_a_key_in_its_grace_cannot_be_rotated_again(alpha):
+    """Issue 20 (found by exploratory testing): rotating the old key a second time during its grace
+    made a second replacement that inherited the grace's end as its own expiry, and silently
+    stopped an hour later. Now it is a 409 `key_rotated` and no key is made; the replacement
+    rotates as usual and keeps no expiry."""
+    old, _plaintext = api_key_create(tenant=alpha.tenant, name="bridge", scope=ApiKey.Scope.CHANNEL)
+    first = rotate(alpha, old.pk, {"grace_minutes": 60}).json()
+    count = ApiKey.objects.count()
+    again = rotate(alpha, old.pk, {"grace_minutes": 60})
+    assert again.status_code == 409 and again.json()["error"]["code"] == "key_rotated", again.content
+    assert ApiKey.objects.count() == count and ApiKey.objects.get(pk=old.pk).replaced_by_id == uuid.UUID(first["id"])
+    second = rotate(alpha, first["id"], {"grace_minutes": 60})
+    assert second.status_code == 201 and second.json()["expires_at"] is None
+    assert second.json()["integration"] == first["integration"] == str(old.integration)
