@@ -143,8 +143,12 @@ def tenant_keys(*, tenant_id):
 
 
 def webhook_create(*, api_key: ApiKey, url: str) -> tuple[ChannelWebhook, str]:
-    """A webhook for `api_key`; returns it and its secret (shown this once)."""
+    """A webhook for `api_key`; returns it and its secret (shown this once). A key in its rotation's
+    grace gets none: its replies already go to the webhook of the key that replaced it."""
     check_callback_url(url)
+    if api_key.replaced_by_id is not None:
+        raise ApplicationError(_("This key was rotated: set the webhook with the key that replaced it."),
+                               code="key_rotated", status_code=409)
     if ChannelWebhook.objects.filter(api_key_id=api_key.pk).exists():
         raise ApplicationError(_("This key already has a webhook: change its URL instead."),
                                code="conflict", fields={"api_key": [_("This key already has a webhook.")]})

@@ -6,7 +6,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -102,7 +102,8 @@ class WebhookListCreateView(generics.ListAPIView):
     def get_queryset(self):
         return visible_webhooks(self.request)
 
-    @extend_schema(request=WebhookCreateSerializer, responses={201: WebhookCreatedSerializer})
+    @extend_schema(request=WebhookCreateSerializer, responses={201: WebhookCreatedSerializer, 409: OpenApiResponse(
+        description="The key was rotated and is in its grace (`key_rotated`): set the webhook with the new key.")})
     def post(self, request):
         data = WebhookCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)

@@ -125,3 +125,16 @@ def test_a_key_in_its_grace_cannot_be_rotated_again(alpha):
     second = rotate(alpha, first["id"], {"grace_minutes": 60})
     assert second.status_code == 201 and second.json()["expires_at"] is None
     assert second.json()["integration"] == first["integration"] == str(old.integration)
+
+
+def test_a_key_in_its_grace_sets_no_webhook_of_its_own(alpha):
+    """Issue 20 (found by exploratory testing): an integration that registers its webhook at start
+    with the old key during the grace got a 201 and a webhook that never fired (replies go to the
+    moved one). Now it is a 409 `key_rotated`, and nothing is stored."""
+    old, old_plaintext = api_key_create(tenant=alpha.tenant, name="wa", scope=ApiKey.Scope.CHANNEL)
+    rotate(alpha, old.pk, {"grace_minutes": 30})
+    response = alpha.api(old_plaintext).post("/api/v1/webhooks", json.dumps({"url": "https://93.184.216.34/hook"}),
+                                              content_type="application/json")
+    assert response.status_code == 409 and response.json()["error"]["code"] == "key_rotated", response.content
+    with alpha.schema():
+        assert not ChannelWebhook.objects.exists()
