@@ -147,6 +147,25 @@ def test_it_finds_words_that_are_stop_words(alpha, stop_word_cases, search):
     assert search(alpha, "facturas") == {cases["invoice"]}
 
 
+@pytest.mark.parametrize("search", [api_search, dashboard_search], ids=["api", "dashboard"])
+def test_what_a_word_finds_its_exclusion_leaves_out(alpha, cases, search):
+    """Issue 20 (found by exploratory testing): Spanish and English stem a word apart
+    ("cancelaciones" is "cancel" in Spanish, "cancelaciones" in English; "cancelled" is "cancel" in
+    English only), and an exclusion held in one language only: `pedidos -cancelaciones` still found
+    the cancelled orders through the other. Now what "X" finds, "-X" leaves out."""
+    cancelled = conversation(alpha, text="Tu pedido fue cancelado ayer")
+    kept = conversation(alpha, text="El pedido llegó bien")
+    english_cancel = conversation(alpha, text="Please cancel my order")
+    english_arrived = conversation(alpha, text="My order arrived today")
+    connection.set_schema_to_public()
+    assert search(alpha, "cancelaciones") >= {cancelled}
+    assert search(alpha, "pedidos -cancelaciones") == {kept}
+    assert search(alpha, "cancelled") >= {english_cancel}
+    assert search(alpha, "order -cancelled") == {english_arrived, cases["refund"]}
+    assert search(alpha, 'pedido -"fue cancelado"') == {kept}
+    assert search(alpha, "pedidos or -cancelaciones or") == {kept}
+
+
 def test_a_query_of_stop_words_only_finds_and_sends_no_notice(alpha, stop_word_cases):
     """Issue 20: a query made only of stop words matched no message in a language whose list has
     them all, and PostgreSQL sent a NOTICE for it ("text-search query contains only stop words");
