@@ -18,6 +18,7 @@ from runtime.builtins.models import FollowUp, Reminder
 from runtime.forms import ConversationFilterForm
 from runtime.models import Conversation, Turn
 from tenants.access import admin_page, tenant_page
+from tenants.models import ApiKey
 from tools import routing_examples
 from tools.models import Tool
 
@@ -48,8 +49,14 @@ def conversations_page(request):
 @tenant_page
 def conversation_page(request, pk):
     conversation = get_object_or_404(Conversation.objects.all(), pk=pk)
+    # The integration that started it (tenants.ApiKey is in the public schema: the tenant filter is
+    # the isolation), named by its newest key: the channel keys that read and post to it.
+    keys = ApiKey.objects.filter(tenant_id=request.tenant.pk, integration=conversation.integration) \
+        if conversation.integration else ApiKey.objects.none()
     return render(request, "runtime/conversation.html", {
         "nav": "conversations", "conversation": conversation,
+        "integration_key": keys.order_by("-created_at", "pk").first(),
+        "integration_active": keys.usable().exists(),
         "turns": reports.conversation_turns(conversation=conversation),
         "scheduled": reports.conversation_scheduled(conversation=conversation),
         "routing_tools": list(Tool.objects.filter(removed_in__isnull=True).order_by("prefixed_name")

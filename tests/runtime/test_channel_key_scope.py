@@ -3,6 +3,7 @@ key and the keys rotated from it. Two integrations of one tenant (a web chat and
 never see each other's customers; an admin key and the dashboard see every conversation."""
 
 import pytest
+from django.utils import timezone
 from django.db import connection
 
 from runtime.models import Conversation, Turn
@@ -153,3 +154,17 @@ def test_a_channels_conversation_named_playground_gets_no_playground_message(alp
     assert response.status_code == 404
     with alpha.schema():
         assert not Turn.objects.filter(conversation_id=conversation["id"]).exists()
+
+
+def test_the_conversation_page_names_the_integration_that_started_it(alpha):
+    """T2 (exploratory test: an admin could not see why a channel key got a 404): the page names
+    the integration's newest key, and says when none of its keys is active any more."""
+    conversation = start(alpha, alpha.channel_key)
+    key = ApiKey.objects.get(key_hash=ApiKey.hash(alpha.channel_key))
+    page = alpha.dashboard(alpha.support_username).get(f"/conversations/{conversation['id']}/", HTTP_ACCEPT_LANGUAGE="en")
+    text = page.content.decode()
+    assert key.prefix in text and "no active key" not in text
+    ApiKey.objects.filter(pk=key.pk).update(revoked_at=timezone.now())
+    text = alpha.dashboard(alpha.support_username).get(f"/conversations/{conversation['id']}/",
+                                                         HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert key.prefix in text and "no active key" in text
