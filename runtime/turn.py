@@ -445,6 +445,8 @@ def _loop(run: _Run, messages: list[dict], native_tools: list[dict], limit: int,
             result, repeated = _tool_step(run, call, turn_budget)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
             only_repeats = only_repeats and repeated
+        if unrun:  # calls past the cap, or written in text naming no offered tool: the model is told
+            messages.append({"role": "user", "content": calls_not_run(len(unrun))})
         repeat_rounds = repeat_rounds + 1 if only_repeats else 0
         if repeat_rounds >= MAX_REPEAT_ROUNDS:
             log.info("turn %s: the model keeps repeating its calls; stopping the loop", run.turn.pk)
@@ -503,6 +505,13 @@ def _answer_from(stored: dict) -> Answer:
     return Answer(content=stored.get("content", ""), tool_calls=calls, finish_reason=stored.get("finish_reason", ""))
 
 
+def calls_not_run(count: int) -> str:
+    """What the model is told when calls of its answer were not run beside those that were (R2, R5)."""
+    return (f"{count} more tool call(s) in your last answer were not run: at most {MAX_CALLS_PER_ANSWER} calls of one "
+            "answer are run, and only of tools you were offered. Call again what you still need, or answer with what "
+            "you have.")
+
+
 def _calls_of(run: _Run, answer: Answer) -> tuple[list[Call], str, tuple[str, ...]]:
     """The calls the model asked for — native ones, or else the ones written as text (R5) —, its
     text without any call syntax, and the call-shaped fragments of that text that were not run
@@ -519,14 +528,14 @@ def _calls_of(run: _Run, answer: Answer) -> tuple[list[Call], str, tuple[str, ..
                 arguments = None
             calls.append(Call(f"{prefix}{n}", native.name, arguments if isinstance(arguments, dict) else None,
                               storable(native.arguments[:MAX_ARGUMENT_CHARS])))
-        return calls, clean_reply(answer.content), ()
+        return calls, clean_reply(answer.content), tuple(native.name for native in answer.tool_calls[MAX_CALLS_PER_ANSWER:])
     parsed = parse_text_calls(answer.content, {name: tool.definition.get("inputSchema") or {} for name, tool in run.tools.items()})
     calls = [
         Call(f"{prefix}{n}", call.name, call.arguments if _storable_json(call.arguments) else None,
              storable(json.dumps(call.arguments, ensure_ascii=False)))
         for n, call in enumerate(parsed.calls[:MAX_CALLS_PER_ANSWER], 1)
     ]
-    return calls, clean_reply(parsed.text), parsed.rejected
+    return calls, clean_reply(parsed.text), (*parsed.rejected, *(call.raw for call in parsed.calls[MAX_CALLS_PER_ANSWER:]))
 
 
 def _storable_json(value) -> bool:

@@ -9,7 +9,7 @@ from examples.soporte.server import build_app
 from runtime.events import status_text
 from runtime.models import Message, Turn, TurnEvent, TurnStep
 from runtime.textcalls import TEXT_CALLS_NOT_RUN
-from runtime.turn import no_answer_reply
+from runtime.turn import MAX_CALLS_PER_ANSWER, calls_not_run, no_answer_reply
 from tests.runtime.runtime_support import agent, post, recording_app, register_soporte, run, tool_calls_seen
 from tests.support.mcp_servers import serve_asgi
 from tests.support.model_server import ScriptedModel, call, calls, say
@@ -136,6 +136,20 @@ def test_a_call_announced_in_prose_runs_once_the_model_calls_it(alpha, soporte):
     assert [seen[:2] for seen in tool_calls_seen(log)] == [("consultar_caso", {"radicado": "SOP-1"})]
     assert "NOT_FOUND" in model.requests[2]["messages"][-1]["content"]
     assert turn.reply.text == "No encontré ese caso."
+
+
+def test_calls_past_the_cap_are_not_run_and_the_model_is_told(alpha, soporte):
+    """R2 (found by exploratory testing): of an answer with more calls than MAX_CALLS_PER_ANSWER, the
+    first ones run and the model is told how many did not, instead of never hearing of them."""
+    _desk, log = soporte
+    asked = [("soporte__consultar_caso", {"radicado": f"SOP-{n}"}) for n in range(MAX_CALLS_PER_ANSWER + 3)]
+    model, served = serve_model([calls(*asked), say("Listo."), say("Revisé los casos.")])
+    with served as url, agent(alpha, f"{url}/v1"):
+        turn = run(alpha, post(alpha, "¿Cómo van mis casos?"))
+    assert len(tool_calls_seen(log)) == MAX_CALLS_PER_ANSWER
+    told = model.requests[1]["messages"][-1]
+    assert told == {"role": "user", "content": calls_not_run(3)} and "3 more" in told["content"]
+    assert turn.reply.text == "Revisé los casos."
 
 
 def test_it_tells_the_model_about_arguments_that_are_not_json(alpha, soporte):
