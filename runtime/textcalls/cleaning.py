@@ -111,6 +111,12 @@ _INNER_SPACES = re.compile(r"(?<=\S)[ \t]{2,}(?=\S)")
 
 
 def _tidy(text):
-    """Whitespace left behind by removals."""
+    """Whitespace left behind by removals, and a lead-in left with nothing to lead to ("Su caso está
+    abierto. Además:" once what followed the colon was cut), unless it is all there is."""
     text = "\n".join(line.rstrip() for line in text.split("\n"))
-    return _INNER_SPACES.sub(" ", _BLANK_LINES.sub("\n\n", text))
+    text = _INNER_SPACES.sub(" ", _BLANK_LINES.sub("\n\n", text)).rstrip()
+    if text.endswith(":"):
+        end = max(text.rfind(mark, 0, len(text) - 1) for mark in ".!?…\n")
+        if end >= 0 and text[:end + 1].strip():
+            text = text[:end + 1].rstrip()
+    return text

@@ -436,6 +436,17 @@ def test_it_does_not_execute_call_json_inside_prose_but_removes_it():
     assert result.text == "Voy a consultar: y te cuento."
 
 
+@pytest.mark.parametrize("text, kept", [
+    ('Su caso está abierto. Además: {"name": "crm__buscar_cliente", "arguments": {"nombre": "Ana"}}', "Su caso está abierto."),
+    ('Listo.\nLo que haré:\n<tool_call>{"name": "crm__buscar_cliente", "arguments": {}}</tool_call>', "Listo."),
+    ('Aquí está: {"name": "crm__buscar_cliente", "arguments": {"nombre": "Ana"}}', "Aquí está:"),
+])
+def test_a_lead_in_left_with_nothing_after_it_goes(text, kept):
+    """R5 (found by exploratory testing): a reply whose call was cut reached the customer as "Su caso
+    está abierto. Además:"; the dangling lead-in goes, unless it is all the text there is."""
+    assert clean_reply(text) == kept
+
+
 def test_it_caps_the_calls_taken_from_one_message():
     """R5: at most MAX_CALLS calls run from one message; the rest are rejected."""
     fragment = '<tool_call>{"name": "tienda__listar_productos", "arguments": {"categoria": "%d"}}</tool_call>'
