@@ -94,9 +94,9 @@ def _chain(key: int, parent: dict, by_id: dict) -> list:
     return links
 
 
-def _roots(thing, limit: int = 50_000, most: int = 12) -> list:
-    """What keeps `thing` alive: walking up what refers to it (breadth first, up to `limit`
-    objects), the chains down to it from a module's globals or a class (where the walk stops), or
+def _roots(thing, limit: int = 200_000, most: int = 12) -> list:
+    """What keeps `thing` alive: walking up what refers to it (breadth first, `limit` objects at
+    most), the chains down to it from a module's globals or a class (where the walk stops), or
     from an object with more references than the garbage collector lists (held by a running
     function's variable or cell, or by C code). Each: {"root": why, "chain": [from the root down to
     `thing`], "frames": the running frames whose variables hold the root}. The first `most`."""
@@ -112,7 +112,7 @@ def _roots(thing, limit: int = 50_000, most: int = 12) -> list:
     holder = referent = None
     module_globals = {id(vars(module)) for module in list(sys.modules.values()) if module is not None}
     parent, queue, position, found = {id(thing): None}, [id(thing)], 0, []
-    while position < len(queue) and len(parent) < limit and len(found) < most:
+    while position < len(queue) and position < limit and len(found) < most:
         key = queue[position]
         position += 1
         obj = by_id.get(key, thing)

@@ -255,6 +255,8 @@ def main():
 
         for sample in samples:
             tree(sample)
+    if args.roots and last.get("holders", [0])[0] and not last.get("roots"):
+        print("what kept it: nothing any more (it was let go of while the worker was answering)")
     for root in last.get("roots", []):
         print(f"kept alive from {root['root']}:\n    " + "\n    -> ".join(root["chain"]))
         for frame in root["frames"]:
