@@ -9,8 +9,14 @@ question before, and since the first one or the last that said "baseline"). With
 BENCH_TRACEMALLOC=frames, the allocations that grew since then too (tracemalloc, started with the
 process: it slows the worker and its snapshots cost memory, so a run that measures RSS goes
 without it). With BENCH_MEMORY_HOLDERS=module.qualname, how many objects of that type are alive
-and what holds the last of them, nine levels up (the objects that refer to it: one that shows
-no holder is a variable of a running function, which the garbage collector does not list)."""
+and what holds the last of them, nine levels up (the objects that refer to it, four a level: one
+that shows no holder is a variable of a running function, which the garbage collector does not
+list, or its holders were left out). With BENCH_MEMORY_ROOTS=1 too, what keeps that object alive
+(`_roots`): the chains of references down to it from a module's globals, a class, or an object
+that something the collector does not list refers to (a running function's variable, whose
+frames are named; a C structure). This one costs an index of every reference in the process,
+so the RSS read at the next question is higher for it, and reading a running frame's variables
+leaves a copy of them on the frame, which later answers of the run may show as a holder."""
 
 import ctypes
 import gc
@@ -58,6 +64,90 @@ def _holders(thing, depth: int, ignore: set) -> list:
     return found
 
 
+def _describe(thing) -> str:
+    label, kind = _name(thing), type(thing).__name__
+    if kind in ("function", "method"):
+        code = getattr(thing, "__code__", None)
+        label += f" {thing.__qualname__}" + (f" ({code.co_filename}:{code.co_firstlineno})" if code else "")
+    elif kind == "frame":
+        label += f" {thing.f_code.co_filename}:{thing.f_lineno} {thing.f_code.co_name}"
+    elif kind == "cell":
+        label += f" of {_name(_contents(thing))}"
+    elif isinstance(thing, dict):
+        label += f" keys {sorted(map(str, thing))[:6]}"
+    return label
+
+
+def _contents(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:  # empty
+        return None
+
+
+def _chain(key: int, parent: dict, by_id: dict) -> list:
+    """From the object whose id is `key` down to the first one of the walk (`parent`: who referred to whom)."""
+    links = []
+    while key is not None:
+        links.append(_describe(by_id.get(key)))
+        key = parent[key]
+    return links
+
+
+def _roots(thing, limit: int = 200_000, most: int = 12) -> list:
+    """What keeps `thing` alive: walking up what refers to it (breadth first, `limit` objects at
+    most), the chains down to it from a module's globals or a class (where the walk stops), or
+    from an object with more references than the garbage collector lists (held by a running
+    function's variable or cell, or by C code). Each: {"root": why, "chain": [from the root down to
+    `thing`], "frames": the running frames whose variables hold the root}. The first `most`."""
+    me = sys._getframe()
+    everything = [o for o in gc.get_objects() if o is not me]
+    by_id = {id(o): o for o in everything}
+    referrers_of: dict[int, list[int]] = {}
+    for holder in everything:
+        if type(holder).__name__ == "frame" and holder.f_code.co_filename == __file__:
+            continue
+        for referent in gc.get_referents(holder):
+            referrers_of.setdefault(id(referent), []).append(id(holder))
+    holder = referent = None
+    module_globals = {id(vars(module)) for module in list(sys.modules.values()) if module is not None}
+    parent, queue, position, found = {id(thing): None}, [id(thing)], 0, []
+    while position < len(queue) and position < limit and len(found) < most:
+        key = queue[position]
+        position += 1
+        obj = by_id.get(key, thing)
+        if key in module_globals or type(obj).__name__ == "module" or (
+                isinstance(obj, type) and "<locals>" not in obj.__qualname__):
+            found.append({"root": "a module's globals or a class", "key": key, "chain": _chain(key, parent, by_id)})
+            obj = None
+            continue
+        above = referrers_of.get(key, [])
+        for holder_id in above:
+            if holder_id not in parent:
+                parent[holder_id] = key
+                queue.append(holder_id)
+        # The references made here: `everything` and `by_id` (a tracked object), `obj`,
+        # getrefcount's argument; and `thing` and the caller's variable for the first.
+        unlisted = sys.getrefcount(obj) - 2 - 2 * (key in by_id) - 2 * (obj is thing) - len(above)
+        if unlisted > 0 and type(obj).__name__ not in ("frame", "function", "code"):
+            found.append({"root": f"{unlisted} reference(s) the collector does not list", "key": key,
+                          "chain": _chain(key, parent, by_id)})
+        obj = None
+    frames = list(sys._current_frames().values())
+    for root in found:
+        target, root["frames"] = by_id.get(root.pop("key"), thing), []
+        for frame in frames:
+            while frame is not None:
+                if frame.f_code.co_filename != __file__:
+                    for name, value in frame.f_locals.items():
+                        if value is target or (type(target).__name__ == "cell" and _contents(target) is value):
+                            code = frame.f_code
+                            root["frames"].append(f"{code.co_filename}:{frame.f_lineno} {code.co_name}: {name}")
+                frame = frame.f_back
+        target = None
+    return found
+
+
 def _types() -> Counter:
     return Counter(_name(thing) for thing in gc.get_objects())
 
@@ -91,7 +181,11 @@ class Probe:
             everything = gc.get_objects()
             samples = [thing for thing in everything if _name(thing) == watched]
             answer["holders"] = [len(samples)] + [_holders(thing, 9, {id(samples), id(everything)}) for thing in samples[-1:]]
+            sample = samples[-1] if samples else None
             del samples, everything
+            if sample is not None and os.environ.get("BENCH_MEMORY_ROOTS"):
+                answer["roots"] = _roots(sample)
+            del sample
         if tracemalloc.is_tracing():
             answer["traced"] = tracemalloc.get_traced_memory()[0]
             snapshot = tracemalloc.take_snapshot().filter_traces(
