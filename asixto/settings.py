@@ -35,7 +35,8 @@ ASIXTO_ALLOW_PRIVATE_HOSTS = envbool("ASIXTO_ALLOW_PRIVATE_HOSTS", False)
 ASIXTO_DEFAULT_SERVER_QUOTA = envint("ASIXTO_DEFAULT_SERVER_QUOTA", 20)
 # Fair share between tenants (issue 19, M4): a tenant's turns waiting or running at once, and the
 # messages a channel key may post a minute (a token bucket in Redis); operators set either per tenant.
-ASIXTO_TURNS_IN_FLIGHT_LIMIT = envint("ASIXTO_TURNS_IN_FLIGHT_LIMIT", 200)
+# A quarter of the slots `./run` gives a worker (CELERY_CONCURRENCY 200): one tenant alone never holds them all.
+ASIXTO_TURNS_IN_FLIGHT_LIMIT = envint("ASIXTO_TURNS_IN_FLIGHT_LIMIT", 50)
 ASIXTO_MESSAGES_PER_MINUTE = envint("ASIXTO_MESSAGES_PER_MINUTE", 600)
 ASIXTO_BUSY_RETRY_SECONDS = 5  # the Retry-After of a message refused for turns in flight
 # The most one tool call may read from an MCP server; a longer answer is refused (`too_large`).

@@ -57,7 +57,8 @@ def validate_new_tenant(*, slug: str, name: str, domain: str | None = None) -> t
     errors = {}
     if not re.match(SLUG_PATTERN, slug or "") or "--" in slug:
         errors["slug"] = [_("Use 3–40 lowercase letters, digits or hyphens, starting with a letter.")]
-    elif slug in RESERVED_SLUGS or slug.replace("-", "_") == settings.ASIXTO_TENANT_TEMPLATE_SCHEMA:
+    elif (slug in RESERVED_SLUGS or slug.replace("-", "_") == settings.ASIXTO_TENANT_TEMPLATE_SCHEMA
+          or slug.startswith("pg-")):  # PostgreSQL keeps schema names that start with pg_ for itself
         errors["slug"] = [_("This slug is reserved.")]
     elif Tenant.objects.filter(slug=slug).exists():
         errors["slug"] = [_("A tenant with this slug already exists.")]

@@ -4,11 +4,25 @@ tenant setting (`Tenant.public_sources`, T6). Imported by runtime/models.py so D
 
 import uuid
 
+from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
+from django.utils.functional import cached_property
 from django.utils.translation import gettext_lazy as _
 
 SKILL_NAME = RegexValidator(r"^[a-z0-9][a-z0-9_]{0,39}$", _("Use lowercase letters, digits and underscores (at most 40)."))
+# Every message of a turn is read against every enabled skill's phrases, on the workers all tenants
+# share: a tenant's phrases are bounded so its skills cost every message little (a security review).
+MAX_TRIGGER_PHRASES = 50
+MAX_TRIGGER_CHARS = 100
+MAX_SKILLS = 100
+
+
+def validate_triggers(text: str) -> None:
+    phrases = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(phrases) > MAX_TRIGGER_PHRASES or any(len(phrase) > MAX_TRIGGER_CHARS for phrase in phrases):
+        raise ValidationError(_("At most %(count)d phrases of at most %(chars)d characters each.")
+                              % {"count": MAX_TRIGGER_PHRASES, "chars": MAX_TRIGGER_CHARS})
 
 
 class _Written(models.Model):
@@ -99,8 +113,9 @@ class Skill(models.Model):
     name = models.CharField(_("name"), max_length=40, unique=True, validators=[SKILL_NAME])
     description = models.CharField(_("description"), max_length=300,
                                    help_text=_("What the skill is for; the model reads it before loading the skill."))
-    triggers = models.TextField(_("trigger phrases"), blank=True, help_text=_(
-        "One phrase per line. A message that contains one lets the agent load the skill."))
+    triggers = models.TextField(_("trigger phrases"), blank=True, validators=[validate_triggers], help_text=_(
+        "One phrase per line (at most 50, of at most 100 characters). A message that contains one lets the agent "
+        "load the skill."))
     instructions = models.TextField(_("instructions"), max_length=8000)
     tools = models.JSONField(_("tools"), default=list, blank=True, help_text=_(
         "Model-visible names of catalog tools and built-in tools the skill brings."))
@@ -116,3 +131,11 @@ class Skill(models.Model):
 
     def trigger_phrases(self) -> list[str]:
         return [line.strip() for line in self.triggers.splitlines() if line.strip()]
+
+    @cached_property
+    def folded_triggers(self) -> tuple[str, ...]:
+        """The phrases as messages are read (runtime.builtins.registry.fold), folded once per loaded
+        skill: the enabled skills are kept per catalog generation, and read at every message."""
+        from runtime.builtins.registry import fold
+
+        return tuple(fold(phrase) for phrase in self.trigger_phrases()[:MAX_TRIGGER_PHRASES])

@@ -7,7 +7,8 @@ reason to load (one of a skill's trigger phrases is in it)."""
 
 from django.utils.translation import gettext as _
 
-from runtime.builtins.models import Skill
+from asixto.errors import ApplicationError
+from runtime.builtins.models import MAX_SKILLS, Skill
 from runtime.builtins.registry import PREFIX, BuiltinTool, Refusal, Result, definition, fold
 
 NAME = PREFIX + "invoke_skill"
@@ -16,7 +17,7 @@ NAME = PREFIX + "invoke_skill"
 def skills_for(message: str, skills: list[Skill]) -> list[Skill]:
     """Of the enabled `skills`, those whose trigger phrases occur in `message`."""
     folded = fold(message)
-    return [skill for skill in skills if any(fold(phrase) in folded for phrase in skill.trigger_phrases())]
+    return [skill for skill in skills if any(phrase in folded for phrase in skill.folded_triggers)]
 
 
 def reserved_tools(skills: list[Skill]) -> set[str]:
@@ -58,6 +59,9 @@ def unknown_tools(names) -> list[str]:
 
 def skill_save(*, skill: Skill | None = None, data: dict) -> Skill:
     """Create or change a skill from checked `data` (serializer or form fields)."""
+    if skill is None and Skill.objects.count() >= MAX_SKILLS:
+        raise ApplicationError(_("This account has %(max)d skills, the most it may have: delete one first.")
+                               % {"max": MAX_SKILLS}, code="conflict", status_code=409)
     skill = skill or Skill()
     for field_name, value in data.items():
         setattr(skill, field_name, value)

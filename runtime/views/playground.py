@@ -5,14 +5,17 @@
 playground's transcript (issue 20). `turn_events` is the dashboard's variant of the API's event stream: the same events, for a
 signed-in user of the tenant instead of an API key."""
 
+import math
+
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
+from rest_framework.exceptions import Throttled
 
 from asixto.errors import error_body
-from runtime import channel, events, turn_errors
+from runtime import channel, events, limits, turn_errors
 from runtime.forms import PlaygroundMessageForm
 from runtime.models import Conversation, Turn, TurnStep
 from tools.models import ToolCall
@@ -55,7 +58,14 @@ def playground_post(request):
             "channel_kind": data["channel_kind"] or "chat", "channel_name": PLAYGROUND_CHANNEL,
             "customer_ref": f"playground:{request.user.username}"[:200], "language": (data["language"] or "").lower(),
         })
-    turn = channel.message_post(conversation=conversation, text=data["text"]).turn
+    try:
+        # The fair share a channel's post gets (issue 19, M4): the tenant's turns in flight.
+        turn = channel.message_post(conversation=conversation, text=data["text"],
+                                    admit=lambda: limits.admit_message(api_key_id=None)).turn
+    except Throttled as busy:
+        response = JsonResponse(error_body("throttled", str(busy.detail)), status=429)
+        response["Retry-After"] = str(math.ceil(busy.wait or 1))
+        return response
     return JsonResponse({
         "turn": str(turn.pk), "conversation": str(conversation.pk),
         "events_url": reverse("dashboard:turn_events", args=[turn.pk]),

@@ -5,6 +5,7 @@ from django.contrib import messages
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.translation import gettext as _
 
+from asixto.errors import ApplicationError
 from runtime.builtins.models import Skill
 from runtime.builtins.skills import skill_save
 from runtime.forms import SkillForm
@@ -20,9 +21,13 @@ def _saved(form, skill=None):
 def skills_page(request):
     form = SkillForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        _saved(form)
-        messages.success(request, _("Skill saved."))
-        return redirect("dashboard:skills")
+        try:
+            _saved(form)
+        except ApplicationError as exc:  # the account has the most skills it may have
+            form.add_error(None, exc.message)
+        else:
+            messages.success(request, _("Skill saved."))
+            return redirect("dashboard:skills")
     return render(request, "runtime/skills.html", {"nav": "skills", "form": form, "skills": Skill.objects.all()},
                   status=400 if form.errors else 200)
 

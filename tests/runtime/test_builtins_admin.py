@@ -82,3 +82,27 @@ def test_admins_manage_skills_and_the_switch_in_the_dashboard(alpha):
     assert Tenant.objects.get(pk=alpha.tenant.pk).public_sources is True
     settings_page = admin.get("/settings/").content.decode()
     assert re.search(r'<input[^>]*name="public_sources"[^>]*checked', settings_page)
+
+
+def test_a_skills_trigger_phrases_and_the_skills_of_an_account_are_bounded(alpha):
+    """R12, A4 (found by a security review: 13 skills of 45,000 phrases cost every message 1.4 s of
+    the shared workers' CPU, and other tenants' turns took 50 s): at most MAX_TRIGGER_PHRASES phrases
+    of MAX_TRIGGER_CHARS characters (400 naming `triggers`, in the API and the dashboard) and
+    MAX_SKILLS skills (409); nothing is stored."""
+    from runtime.builtins.models import MAX_SKILLS, MAX_TRIGGER_CHARS, MAX_TRIGGER_PHRASES
+
+    api = alpha.api()
+    body = {"name": "grande", "description": "d", "instructions": "i"}
+    for triggers in ("\n".join(f"frase {n}" for n in range(MAX_TRIGGER_PHRASES + 1)), "a" * (MAX_TRIGGER_CHARS + 1)):
+        refused = send(api, "/api/v1/skills", {**body, "triggers": triggers})
+        assert refused.status_code == 400 and "triggers" in refused.json()["error"]["fields"], refused.content
+    page = alpha.dashboard("ana").post("/skills/", {**body, "triggers": "a" * (MAX_TRIGGER_CHARS + 1)})
+    assert page.status_code == 400
+    assert send(api, "/api/v1/skills", {**body, "triggers": "\n".join(["frase"] * MAX_TRIGGER_PHRASES)}).status_code == 201
+    with alpha.schema():
+        Skill.objects.bulk_create(Skill(name=f"s{n}", description="d", instructions="i") for n in range(MAX_SKILLS - 1))
+    full = send(api, "/api/v1/skills", {**body, "name": "otra"})
+    assert full.status_code == 409, full.content
+    assert alpha.dashboard("ana").post("/skills/", {**body, "name": "otra"}).status_code == 400
+    with alpha.schema():
+        assert Skill.objects.count() == MAX_SKILLS and not Skill.objects.filter(name="otra").exists()

@@ -122,3 +122,17 @@ def test_the_event_stream_is_for_this_tenants_signed_in_users(alpha, beta):
     assert alpha.dashboard("ana").get(f"/turns/{theirs.pk}/calls/").status_code == 404
     assert alpha.dashboard("ana").get(f"/turns/{mine.pk}/calls/").json() == {"calls": []}
     assert alpha.dashboard("sam").get(f"/turns/{mine.pk}/calls/").status_code == 403
+
+
+def test_the_playground_takes_its_turns_within_the_tenants_fair_share(alpha, settings):
+    """Issue 19 M4 (found by a security review): the playground posted past the tenant's turns in
+    flight (260 at once held every worker slot). Past the limit it answers 429 with Retry-After,
+    and stores nothing."""
+    settings.ASIXTO_TURNS_IN_FLIGHT_LIMIT = 1
+    client = alpha.dashboard("ana")
+    assert client.post("/playground/messages/", {"text": "uno"}).status_code == 202
+    refused = client.post("/playground/messages/", {"text": "dos"})
+    assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
+    assert refused.json()["error"]["code"] == "throttled"
+    with alpha.schema():
+        assert Turn.objects.count() == 1
