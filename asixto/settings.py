@@ -366,6 +366,11 @@ ASIXTO_EVENT_STREAM_SECONDS = float(os.environ.get("ASIXTO_EVENT_STREAM_SECONDS"
 ASIXTO_STREAMS_PER_KEY = envint("ASIXTO_STREAMS_PER_KEY", 20)
 ASIXTO_STREAMS_PER_TENANT = envint("ASIXTO_STREAMS_PER_TENANT", 50)
 ASIXTO_STREAMS_PER_PROCESS = envint("ASIXTO_STREAMS_PER_PROCESS", max(1, envint("WEB_THREADS", 8) // 2))
+# Calls the web tier makes to a tenant's own systems while its request waits (the model test, an
+# MCP server's prompts and resources, the console's invoke: up to 30 s each): at most this many at
+# once per tenant, and per web process a quarter of its threads (asixto/web_calls.py).
+ASIXTO_WEB_CALLS_PER_TENANT = envint("ASIXTO_WEB_CALLS_PER_TENANT", 2)
+ASIXTO_WEB_CALLS_PER_PROCESS = envint("ASIXTO_WEB_CALLS_PER_PROCESS", max(1, envint("WEB_THREADS", 8) // 4))
 # A worker's claim on a turn, renewed by its writes and, while it waits on a model or a tool, every
 # ASIXTO_TURN_LEASE_RENEW_SECONDS by its process (runtime/lease_keeper.py; 0: only by writes, and
 # then the lease must outlast the longest wait): a killed worker's turns are taken over after it, by

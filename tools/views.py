@@ -13,8 +13,10 @@ from django.urls import path
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
+from rest_framework.exceptions import Throttled
 
 from asixto.errors import ApplicationError
+from asixto.web_calls import web_call_slot
 from tenants.access import admin_page, tenant_page
 from tenants.pages import list_page
 from tools import console as console_help
@@ -134,7 +136,12 @@ def _console_call(request, tool, console) -> dict:
         channel=console.cleaned_data["channel"], idempotency_key=f"console-{uuid.uuid4().hex}",
         conversation_id="console", source=ToolCall.Source.CONSOLE,
     )
-    outcome = call_tool(tool_id=tool.pk, arguments=arguments, context=context)  # its record is stored when it returns
+    try:
+        with web_call_slot():
+            outcome = call_tool(tool_id=tool.pk, arguments=arguments, context=context)  # its record is stored when it returns
+    except Throttled as busy:
+        console.add_error(None, str(busy.detail))
+        return {}
     return {"outcome": outcome, "outcome_view": outcome_view(outcome)}
 
 
@@ -251,9 +258,12 @@ def server_offerings_page(request, pk):
     sections = []
     for kind, title in (("resources", _("Resources")), ("prompts", _("Prompts"))):
         try:
-            sections.append({"kind": kind, "title": title, "offered": server_offerings(server=server, kind=kind)})
+            with web_call_slot():
+                sections.append({"kind": kind, "title": title, "offered": server_offerings(server=server, kind=kind)})
         except (mcp.McpError, ApplicationError) as exc:
             sections.append({"kind": kind, "title": title, "error": exc.message, "code": getattr(exc, "code", "")})
+        except Throttled as busy:
+            sections.append({"kind": kind, "title": title, "error": str(busy.detail), "code": "throttled"})
     return render(request, "tools/server_offerings.html", {"nav": "servers", "server": server, "sections": sections})
 
 

@@ -7,6 +7,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from asixto.web_calls import BUSY, web_call_slot
 from runtime.model_test import model_connection_test
 
 
@@ -24,7 +25,8 @@ class ModelTestSerializer(serializers.Serializer):
 
 
 class ModelTestView(APIView):
-    @extend_schema(request=None, responses=ModelTestSerializer,
+    @extend_schema(request=None, responses={200: ModelTestSerializer, 429: BUSY},
                    description="One small request to the configured model endpoint: ok, or the failure's code and message.")
     def post(self, request):
-        return Response(ModelTestSerializer(model_connection_test(tenant=request.tenant)).data)
+        with web_call_slot():  # 429 when the tenant's calls out from the web tier are at their limit
+            return Response(ModelTestSerializer(model_connection_test(tenant=request.tenant)).data)

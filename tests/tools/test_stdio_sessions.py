@@ -179,10 +179,12 @@ def test_it_leaves_no_zombie_after_50_calls_with_crashes_in_between(pools):
             os.kill(pid, signal.SIGKILL)
             wait_until(lambda: gone(pid), "the killed server to be reaped")
     assert failed == 5 and len(seen) >= 10
-    assert not zombies_below(os.getpid()) - before
+    # A child that exited on its own is reaped by the session's own waiter, a moment later on a
+    # loaded machine: waited for, with the usual ceiling (a zombie left for good still fails).
+    wait_until(lambda: not zombies_below(os.getpid()) - before, "every child that died to be reaped")
     pool.close()
     assert all(gone(pid) for pid in seen)
-    assert not zombies_below(os.getpid()) - before
+    wait_until(lambda: not zombies_below(os.getpid()) - before, "nothing the pool started to be left")
 
 
 def test_it_closes_a_session_left_idle(pools):

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from asixto.api import PeriodSerializer
+from asixto.web_calls import BUSY, web_call_slot
 from asixto.errors import ApplicationError
 from tools import mcp, overlays, routing_examples, selectors, services
 from tools.api import serializers as s
@@ -73,7 +74,8 @@ class _ServerOfferingsView(APIView):
     def get(self, request, pk):
         server = get_object_or_404(selectors.servers(), pk=pk)
         try:
-            offered = server_offerings(server=server, kind=self.kind)
+            with web_call_slot():
+                offered = server_offerings(server=server, kind=self.kind)
         except mcp.McpError as exc:
             raise ApplicationError(exc.message, code=exc.code, status_code=status.HTTP_502_BAD_GATEWAY) from exc
         return Response({"server": server.pk, self.kind: offered.items, "truncated": offered.truncated})
@@ -85,7 +87,7 @@ SERVER_FAILED = OpenApiResponse(description="The MCP server failed to answer; th
 class ServerResourcesView(_ServerOfferingsView):
     kind = "resources"
 
-    @extend_schema(responses={200: s.ServerResourcesSerializer, 502: SERVER_FAILED}, description="The server's resources/list, read now.")
+    @extend_schema(responses={200: s.ServerResourcesSerializer, 502: SERVER_FAILED, 429: BUSY}, description="The server's resources/list, read now.")
     def get(self, request, pk):
         return super().get(request, pk)
 
@@ -93,7 +95,7 @@ class ServerResourcesView(_ServerOfferingsView):
 class ServerPromptsView(_ServerOfferingsView):
     kind = "prompts"
 
-    @extend_schema(responses={200: s.ServerPromptsSerializer, 502: SERVER_FAILED}, description="The server's prompts/list, read now.")
+    @extend_schema(responses={200: s.ServerPromptsSerializer, 502: SERVER_FAILED, 429: BUSY}, description="The server's prompts/list, read now.")
     def get(self, request, pk):
         return super().get(request, pk)
 
@@ -168,7 +170,7 @@ class ToolProbeView(APIView):
 class ToolInvokeView(APIView):
     """The test console (A1): one call through the gateway, exactly as a turn would make it."""
 
-    @extend_schema(request=s.InvokeSerializer, responses=s.CallOutcomeSerializer)
+    @extend_schema(request=s.InvokeSerializer, responses={200: s.CallOutcomeSerializer, 429: BUSY})
     def post(self, request, pk):
         # The live tool as the gateway itself finds it (its per-process lookup cache, P1): the
         # selector's findings are not needed here.
@@ -180,7 +182,8 @@ class ToolInvokeView(APIView):
         arguments = values.pop("arguments")
         values.setdefault("idempotency_key", f"console-{uuid.uuid4().hex}")
         # A console call's record is stored when call_tool returns: the answer links to it.
-        outcome = call_tool(tool_id=pk, arguments=arguments, context=CallContext(source=ToolCall.Source.CONSOLE, **values))
+        with web_call_slot():
+            outcome = call_tool(tool_id=pk, arguments=arguments, context=CallContext(source=ToolCall.Source.CONSOLE, **values))
         return Response(s.CallOutcomeSerializer(outcome).data)
 
 
