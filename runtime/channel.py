@@ -16,7 +16,7 @@ from asixto import tracing
 from asixto.errors import ApplicationError
 from runtime.models import Conversation, Message, Turn
 from runtime.turn_order import turn_queue_in_order
-from runtime.turn_writes import post_write
+from runtime.turn_writes import conversation_write, post_write
 from tenants.selectors import current_tenant
 
 
@@ -31,7 +31,9 @@ def conversation_start(*, data: dict, integration=None) -> Conversation:
     `integration`: the API integration starting it (tenants.ApiKey.integration), none from the dashboard."""
     values = dict(data, integration=integration)
     values["language"] = values.get("language") or current_tenant().language or "es"
-    return Conversation.objects.create(**values)
+    conversation = Conversation(**values)
+    conversation_write(conversation)
+    return conversation
 
 
 def _existing(conversation: Conversation, external_id: str, text: str) -> Turn | None:

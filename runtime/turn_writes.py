@@ -242,3 +242,14 @@ def post_write(*, message: Message, turn: Turn) -> None:
 def _values(instance) -> dict:
     """The instance's concrete field values by attribute name (`conversation_id`), for `_insert`."""
     return {field.attname: getattr(instance, field.attname) for field in type(instance)._meta.concrete_fields}
+
+
+def conversation_write(conversation: Conversation) -> None:
+    """A new conversation in a statement written once (every conversation a channel starts through
+    the API, P4), as `Conversation.objects.create` would store it; fills its times as stored."""
+    sql, params = _insert(Conversation, [_values(conversation)], "(SELECT 1) AS go")
+    times = [_quote(Conversation._meta.get_field(name).column) for name in ("created_at", "updated_at")]
+    with connection.cursor() as cursor:
+        cursor.execute(f"{sql} RETURNING {', '.join(times)}", params)
+        conversation.created_at, conversation.updated_at = cursor.fetchone()
+    conversation._state.adding = False
