@@ -5,9 +5,10 @@ second post, even while the first is still being stored, returns the first turn;
 `external_id` with another text is a conflict (409), never a silent duplicate that loses the text.
 """
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from django.utils.translation import gettext as _
 
@@ -15,6 +16,7 @@ from asixto import tracing
 from asixto.errors import ApplicationError
 from runtime.models import Conversation, Message, Turn
 from runtime.turn_order import turn_queue_in_order
+from runtime.turn_writes import conversation_write, post_write
 from tenants.selectors import current_tenant
 
 
@@ -29,7 +31,9 @@ def conversation_start(*, data: dict, integration=None) -> Conversation:
     `integration`: the API integration starting it (tenants.ApiKey.integration), none from the dashboard."""
     values = dict(data, integration=integration)
     values["language"] = values.get("language") or current_tenant().language or "es"
-    return Conversation.objects.create(**values)
+    conversation = Conversation(**values)
+    conversation_write(conversation)
+    return conversation
 
 
 def _existing(conversation: Conversation, external_id: str, text: str) -> Turn | None:
@@ -54,19 +58,18 @@ def message_post(*, conversation: Conversation, text: str, external_id: str = ""
             return Posted(turn, False)
     if admit is not None:
         admit()
+    message = Message(conversation=conversation, role=Message.Role.CUSTOMER, text=text, external_id=external_id)
+    # The request's trace is the turn's: its task, model and tool calls join it (asixto/tracing.py).
+    turn = Turn(conversation=conversation, message=message, api_key_id=api_key_id, trace_id=tracing.current_trace_id())
     try:
-        with transaction.atomic():
-            message = Message.objects.create(
-                conversation=conversation, role=Message.Role.CUSTOMER, text=text, external_id=external_id
-            )
-            # The request's trace is the turn's: its task, model and tool calls join it (asixto/tracing.py).
-            turn = Turn.objects.create(conversation=conversation, message=message, api_key_id=api_key_id,
-                                       trace_id=tracing.current_trace_id())
-            # In the same transaction: nothing after the commit may turn a stored message into a 500.
-            Conversation.objects.filter(pk=conversation.pk).update(updated_at=message.created_at)
+        # One statement stores the message, its turn and the conversation's updated_at, all or nothing
+        # (runtime/turn_writes.py); inside a caller's transaction, in a savepoint of its own, so a
+        # repeated external_id leaves that transaction usable for the read below.
+        with transaction.atomic() if connection.in_atomic_block else nullcontext():
+            post_write(message=message, turn=turn)
             # robust: a broker that is down must not turn a stored message into a 500; the turn
             # stays queued and `requeue_stalled_turns` sends it again. Sent after the turns of the
-            # conversation before it (runtime/turn_order.py).
+            # conversation before it (runtime/turn_order.py); at once outside a transaction.
             transaction.on_commit(lambda: turn_queue_in_order(turn.pk), robust=True)
     except IntegrityError:
         # Another post with this external_id committed between our read and our insert: the

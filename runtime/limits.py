@@ -11,6 +11,7 @@ A message refused here stores nothing. A repeated `external_id` is answered with
 before any limit is read (runtime/channel.py).
 """
 
+import functools
 import math
 import time
 
@@ -48,11 +49,26 @@ def _take(bucket: str, per_minute: int) -> float:
     return 0.0 if int(allowed) else float(wait)
 
 
+@functools.cache
+def _in_flight_sql() -> str:
+    quote = connection.ops.quote_name
+    return (f"SELECT count(*) FROM (SELECT 1 FROM {quote(Turn._meta.db_table)} WHERE {quote(Turn._meta.get_field('status').column)} "
+            f"IN (%s, %s) LIMIT %s) open")
+
+
+def _in_flight(*, up_to: int) -> int:
+    """The tenant's turns queued or running, counted up to `up_to` (all the limit needs: under a
+    flood PostgreSQL stops there), in a statement written once: every message posted sends it (P4)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_in_flight_sql(), [Turn.Status.QUEUED, Turn.Status.RUNNING, up_to])
+        return cursor.fetchone()[0]
+
+
 def admit_message(*, api_key_id) -> None:
     """Raise Throttled (429 with Retry-After) when the current tenant may not take one more message now."""
     tenant = current_tenant()
-    in_flight = Turn.objects.filter(status__in=[Turn.Status.QUEUED, Turn.Status.RUNNING]).count()
-    if in_flight >= tenant.effective_turns_in_flight_limit:
+    limit = tenant.effective_turns_in_flight_limit
+    if _in_flight(up_to=limit) >= limit:
         raise Throttled(wait=settings.ASIXTO_BUSY_RETRY_SECONDS, detail=_(
             "Too many conversations are being answered at once for this account; send the message again shortly."))
     if api_key_id is not None:

@@ -1,7 +1,11 @@
 """Reads of the runtime. Every query runs in the current tenant's schema (T1)."""
 
+import functools
+
+from django.db import connection
 from django.db.models import Prefetch
 
+from asixto import rows
 from runtime.models import Conversation, Message, TruncationLog, Turn, TurnEvent
 from runtime.reply import Line
 from runtime.search import conversations_matching
@@ -61,6 +65,23 @@ def visible_conversations(*, key=None):
     (the key and the keys rotated from it); an admin key, the dashboard (no key), all of them."""
     integration = _scoped_integration(key)
     return Conversation.objects.all() if integration is None else Conversation.objects.filter(integration=integration)
+
+
+@functools.cache
+def _visible_conversation_sql(scoped: bool) -> str:
+    quote, meta = connection.ops.quote_name, Conversation._meta
+    sql = f"SELECT {rows.columns(Conversation, 'c')} FROM {quote(meta.db_table)} c WHERE c.{quote(meta.pk.column)} = %s"
+    return sql + (f" AND c.{quote(meta.get_field('integration').column)} = %s" if scoped else "")
+
+
+def visible_conversation(*, key=None, pk) -> Conversation | None:
+    """The conversation `pk` if `key` may read and post to it (as visible_conversations), else None;
+    in a statement written once: every message posted through the API reads it (P4)."""
+    integration = _scoped_integration(key)
+    with connection.cursor() as cursor:
+        cursor.execute(_visible_conversation_sql(integration is not None), [pk] + ([integration] if integration else []))
+        row = cursor.fetchone()
+    return rows.instance(Conversation, row)[0] if row else None
 
 
 def conversations(*, key=None, channel_name=None, customer_ref=None, q=None):

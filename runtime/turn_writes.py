@@ -1,4 +1,5 @@
-"""The turn service's writes, each in one SQL statement (P3, P4, R10), and its claim.
+"""The turn service's writes, each in one SQL statement (P3, P4, R10), its claim, and the post
+that stores a customer's message with its turn (runtime/channel.py).
 
 A tool-loop iteration stores a step, renews the runner's lease and sometimes adds status events
 or truncation logs; the turn's end stores the reply message, its event and the final status.
@@ -217,3 +218,38 @@ def turn_claim(*, turn_id, runner: str, lease_until, now) -> tuple[Turn, list] |
 
 def _wake(turn_id):
     transaction.on_commit(lambda: events.publish(turn_id))  # at once outside a transaction
+
+
+def post_write(*, message: Message, turn: Turn) -> None:
+    """A customer's message, its turn and the conversation's `updated_at` (the message's time) in
+    one statement (P4: every post through the channel API sends it): atomic without a transaction
+    block, as the three statements were in theirs. Fills the instances' `created_at` as stored. A
+    repeated `external_id` raises IntegrityError (the unique constraint), and nothing is stored."""
+    message_sql, params = _insert(Message, [_values(message)], "go")
+    turn_sql, turn_params = _insert(Turn, [_values(turn)], "m")
+    created = _quote(Message._meta.get_field("created_at").column)
+    conversation = Conversation._meta
+    parts = ["go AS (SELECT 1)", f"m AS ({message_sql} RETURNING {created})", f"t AS ({turn_sql} RETURNING {created})",
+             f"u AS (UPDATE {_quote(conversation.db_table)} SET {_quote(conversation.get_field('updated_at').column)} = "
+             f"m.{created} FROM m WHERE {_quote(conversation.db_table)}.{_quote(conversation.pk.column)} = %s)"]
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH {', '.join(parts)} SELECT m.{created}, t.{created} FROM m, t",
+                       [*params, *turn_params, message.conversation_id])
+        message.created_at, turn.created_at = cursor.fetchone()
+    message._state.adding = turn._state.adding = False
+
+
+def _values(instance) -> dict:
+    """The instance's concrete field values by attribute name (`conversation_id`), for `_insert`."""
+    return {field.attname: getattr(instance, field.attname) for field in type(instance)._meta.concrete_fields}
+
+
+def conversation_write(conversation: Conversation) -> None:
+    """A new conversation in a statement written once (every conversation a channel starts through
+    the API, P4), as `Conversation.objects.create` would store it; fills its times as stored."""
+    sql, params = _insert(Conversation, [_values(conversation)], "(SELECT 1) AS go")
+    times = [_quote(Conversation._meta.get_field(name).column) for name in ("created_at", "updated_at")]
+    with connection.cursor() as cursor:
+        cursor.execute(f"{sql} RETURNING {', '.join(times)}", params)
+        conversation.created_at, conversation.updated_at = cursor.fetchone()
+    conversation._state.adding = False

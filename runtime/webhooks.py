@@ -41,6 +41,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cache
 
 import httpx
 from django.conf import settings
@@ -178,22 +179,39 @@ def webhook_rotate_secret(*, webhook: ChannelWebhook) -> str:
 
 # ---------------------------------------------------------------- queueing
 
+@cache
+def _webhook_sql() -> str:
+    quote = connection.ops.quote_name
+    key = {name: quote(ApiKey._meta.get_field(name).column) for name in ("id", "replaced_by", "revoked_at", "expires_at")}
+    hook = {name: quote(ChannelWebhook._meta.get_field(name).column) for name in ("id", "api_key_id", "enabled")}
+    keys, hooks = quote(ApiKey._meta.db_table), quote(ChannelWebhook._meta.db_table)
+    return (
+        # The key and the keys that replaced it, one after the other, each once, at most %s of them.
+        f"WITH RECURSIVE chain(id, depth, path) AS (SELECT %s::uuid, 1, ARRAY[%s::uuid] UNION ALL "
+        f"SELECT k.{key['replaced_by']}, c.depth + 1, c.path || k.{key['replaced_by']} FROM chain c "
+        f"JOIN {keys} k ON k.{key['id']} = c.id WHERE k.{key['replaced_by']} IS NOT NULL "
+        f"AND NOT k.{key['replaced_by']} = ANY(c.path) AND c.depth < %s) "
+        # The newest usable one that holds an enabled webhook.
+        f"SELECT w.{hook['id']} FROM chain c JOIN {keys} k ON k.{key['id']} = c.id JOIN {hooks} w ON w.{hook['api_key_id']} = c.id "
+        f"WHERE w.{hook['enabled']} AND k.{key['revoked_at']} IS NULL AND (k.{key['expires_at']} IS NULL OR k.{key['expires_at']} > %s) "
+        f"ORDER BY c.depth DESC LIMIT 1"
+    )
+
+
 def _webhook_for(api_key_id):
-    """The enabled webhook of the integration that posted with `api_key_id`: the webhook moves
-    with each rotation to the key that replaced the old one (issue 20), so the chain of
+    """The id of the enabled webhook of the integration that posted with `api_key_id`: the webhook
+    moves with each rotation to the key that replaced the old one (issue 20), so the chain of
     replacements is followed to the key that holds it now, which must be usable. A turn running,
     or a reminder pending, while its key was rotated is still delivered; a revoked or expired key
-    that nothing replaced gets nothing more."""
+    that nothing replaced gets nothing more. One statement written once (every turn's end reads
+    it, P4): the chain is followed in SQL, at most MAX_ROTATIONS_FOLLOWED keys."""
     if api_key_id is None:
         return None
-    seen, api_key_id = [], uuid.UUID(str(api_key_id))  # given as text by some callers
-    while api_key_id is not None and api_key_id not in seen and len(seen) < MAX_ROTATIONS_FOLLOWED:
-        seen.append(api_key_id)
-        api_key_id = ApiKey.objects.filter(pk=api_key_id).values_list("replaced_by_id", flat=True).first()
-    usable = ApiKey.objects.usable().filter(pk__in=seen).values("pk")  # a subquery of the one statement below
-    hooks = {hook.api_key_id: hook
-             for hook in ChannelWebhook.objects.filter(api_key_id__in=usable, enabled=True).only("id", "api_key_id")}
-    return next((hooks[key] for key in reversed(seen) if key in hooks), None)  # the newest key's
+    api_key_id = uuid.UUID(str(api_key_id))  # given as text by some callers
+    with connection.cursor() as cursor:
+        cursor.execute(_webhook_sql(), [api_key_id, api_key_id, MAX_ROTATIONS_FOLLOWED, timezone.now()])
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
 def webhook_follow_rotation(*, old: ApiKey, new: ApiKey) -> None:
@@ -205,10 +223,10 @@ def outbox_row(*, api_key_id, turn_id=None, message_id=None) -> tuple | None:
     """The outbox row (model, values) that owes the posting key's enabled webhook this turn's
     reply or this notice, for the caller to write in the transaction that stores it; None when
     the key has no enabled webhook."""
-    webhook = _webhook_for(api_key_id)
-    if webhook is None:
+    webhook_id = _webhook_for(api_key_id)
+    if webhook_id is None:
         return None
-    return WebhookOutbox, {"id": uuid.uuid4(), "webhook_id": webhook.pk, "turn_id": turn_id, "message_id": message_id,
+    return WebhookOutbox, {"id": uuid.uuid4(), "webhook_id": webhook_id, "turn_id": turn_id, "message_id": message_id,
                            "due_at": timezone.now()}
 
 

@@ -1,13 +1,15 @@
 """What a tenant teaches pre-routing (R6, issue 18): the admin's sample requests of a tool (part of its
 overlay: API and contract page) and support's corrections of a turn's routing (conversation page).
 The one place where examples change; the runtime reads them with `routing_examples` on every routed
-turn, so a change counts from the next message on, without a restart. Everything here runs in the
-current tenant's schema: one tenant's examples never reach another's routing."""
+turn, through the catalog cache, so a change counts from the next message on, without a restart.
+Everything here runs in the current tenant's schema: one tenant's examples never reach another's
+routing."""
 
 from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 
 from asixto.errors import ApplicationError
+from tools.catalog_cache import cached
 from tools.models import RoutingExample, Tool
 
 MAX_TEXT = 500
@@ -72,7 +74,14 @@ def turn_corrections(turn_ids) -> dict:
                                                                 source=RoutingExample.Source.CORRECTION)}
 
 
-def routing_examples() -> list[tuple[str | None, str]]:
-    """Every example of the current tenant as routing reads it: (tool name or None, text)."""
-    rows = RoutingExample.objects.order_by("-created_at").values_list("tool_name", "text")[:MAX_READ]
-    return [(name or None, text) for name, text in rows]
+def routing_examples() -> tuple[tuple[str | None, str], ...]:
+    """Every example of the current tenant as routing reads it: (tool name or None, text). Kept
+    by the process with the catalog (tools/catalog_cache.py): a saved or deleted example renews
+    the tenant's catalog generation (tools/signals.py), so a change made here applies to the next
+    message at once, one made in another process within the cache's REVALIDATE_SECONDS; no turn
+    reads the table while nothing changes (P4)."""
+    def load():
+        rows = RoutingExample.objects.order_by("-created_at").values_list("tool_name", "text")[:MAX_READ]
+        return tuple((name or None, text) for name, text in rows)
+
+    return cached(("routing-examples",), load)

@@ -1,6 +1,7 @@
 """REST endpoints of the runtime (R1, R9, A1): the channel API (conversations, messages, turns and
 their event streams; channel and admin keys) and truncation logs (admin keys)."""
 
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from drf_spectacular.types import OpenApiTypes
@@ -91,7 +92,9 @@ class MessageListCreateView(generics.ListAPIView):
                     "the first turn (`duplicate: true`); with another text, a 409.",
     )
     def post(self, request, pk):
-        conversation = get_object_or_404(selectors.visible_conversations(key=request.auth), pk=pk)
+        conversation = selectors.visible_conversation(key=request.auth, pk=pk)
+        if conversation is None:
+            raise Http404
         data = s.MessagePostSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         posted = channel.message_post(conversation=conversation, api_key_id=request.auth.pk, **data.validated_data,

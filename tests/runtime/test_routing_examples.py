@@ -198,3 +198,20 @@ def test_examples_move_the_ranking_and_never_the_gate():
     assert gate.tool_probability(with_examples) == gate.tool_probability(plain)
     search = [card.name for card in CARDS].index(SEARCH)
     assert with_examples.scores[search] > plain.scores[search]
+
+
+def test_a_changed_example_reaches_the_next_routing_although_the_process_keeps_them(committed_world, django_db_blocker):
+    """R6, P4 (issues 18, 22): a process keeps the examples with its catalog instead of reading them
+    on every turn; an example saved or deleted (through the services or the ORM) is what the next
+    turn's routing reads, never the kept copy."""
+    with django_db_blocker.unblock(), committed_world.schema():
+        before = routing_examples()
+        assert routing_examples() is before  # kept: the second turn reads no table
+        saved = RoutingExample.objects.create(tool_name=SEARCH, text=ODD, source=RoutingExample.Source.ADMIN, created_by="t")
+        assert (SEARCH, ODD) in routing_examples()
+        saved.delete()
+        assert (SEARCH, ODD) not in routing_examples()
+        RoutingExample.objects.create(tool_name="", text="gracias", source=RoutingExample.Source.ADMIN, created_by="t")
+        assert (None, "gracias") in routing_examples()
+        RoutingExample.objects.filter(text="gracias").delete()
+        assert (None, "gracias") not in routing_examples()

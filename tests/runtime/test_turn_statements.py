@@ -69,3 +69,41 @@ def test_an_iteration_of_the_tool_loop_costs_a_few_statements(committed_world, d
     assert per_iteration <= MAX_STATEMENTS_PER_ITERATION, f"{per_iteration} statements per iteration"
     assert one - per_iteration <= MAX_STATEMENTS_PER_TURN, f"{one} statements for a turn of one tool call"
     assert none <= MAX_STATEMENTS_WITHOUT_TOOLS, f"{none} statements for a turn without tool calls"
+
+
+# Statements of a customer message posted through the channel API: the key with its tenant (1),
+# the conversation (1), the turns in flight (1), the message with its turn (1), the turn-order check
+# before its task is sent (1), and the search_path for the key's read and for the tenant (2). It was
+# 11 when the key, the message, the turn and the conversation's time each had an ORM statement and
+# the three writes a transaction block.
+MAX_STATEMENTS_PER_POST = 7
+# Starting a conversation: the key (1), the conversation (1), the two search_paths (2).
+MAX_STATEMENTS_PER_START = 4
+
+
+def test_a_message_posted_through_the_channel_api_costs_a_few_statements(committed_world, django_db_blocker):
+    """P4 (issue 22): the two requests of a channel's turn (start a conversation, post its message)
+    stay within their statement bounds, and what they store is all there: the message, its queued
+    turn with the posting key, and the conversation's time moved to the message's."""
+    world = committed_world
+    client = world.api(world.channel_key)
+    with django_db_blocker.unblock():
+        client.post("/api/v1/conversations", {"channel_kind": "chat"}, content_type="application/json")  # warm-up
+        with CaptureQueriesContext(connection) as started:
+            answer = client.post("/api/v1/conversations", {"channel_kind": "chat", "channel_name": "wa"},
+                                 content_type="application/json")
+        assert answer.status_code == 201, answer.content
+        conversation_id = answer.json()["id"]
+        with CaptureQueriesContext(connection) as posted:
+            answer = client.post(f"/api/v1/conversations/{conversation_id}/messages", {"text": "¿Tienen routers?"},
+                                 content_type="application/json")
+        assert answer.status_code == 202, answer.content
+        with world.schema():
+            turn = Turn.objects.select_related("message", "conversation").get(pk=answer.json()["id"])
+            key_id = turn.api_key_id
+        connection.set_schema_to_public()
+    assert (turn.status, turn.message.text, turn.message.role) == ("queued", "¿Tienen routers?", "customer")
+    assert str(turn.conversation_id) == conversation_id and turn.conversation.updated_at == turn.message.created_at
+    assert key_id is not None and turn.created_at >= turn.message.created_at
+    assert len(started) <= MAX_STATEMENTS_PER_START, [q["sql"][:80] for q in started.captured_queries]
+    assert len(posted) <= MAX_STATEMENTS_PER_POST, [q["sql"][:80] for q in posted.captured_queries]

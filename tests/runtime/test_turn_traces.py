@@ -376,9 +376,10 @@ def test_with_trace_sql_a_turns_statements_are_spans_of_its_trace_without_their_
                                         tracing.CONVERSATION, tracing.TURN}, span.attributes
     assert any('UPDATE "runtime_turn"' in s.attributes["db.statement"] for s in in_turn)  # the reply stored
     assert any(parent_of(s, finished) is named(finished, "tool.call")[0] for s in in_turn)
-    # The customer's message stored by the API request, its text a parameter.
-    (stored,) = [s for s in statements if s.attributes["db.statement"].startswith('INSERT INTO "runtime_message"')]
-    assert stored.attributes["db.operation"] == "INSERT" and stored.attributes["db.statement"].endswith("(%s, %s, %s, %s, %s, %s)")
+    # The customer's message stored by the API request with its turn (one statement), its text a parameter.
+    (stored,) = [s for s in statements if 'INSERT INTO "runtime_message"' in s.attributes["db.statement"]
+                 and 'INSERT INTO "runtime_turn"' in s.attributes["db.statement"]]
+    assert stored.attributes["db.operation"] == "WITH" and "(0, %s::uuid, %s::uuid, %s::varchar, %s::text" in stored.attributes["db.statement"]
     exported = everything_in(statements)
     for value in (TEXT, "Sí, hay routers.", ARGUMENTS["consulta"], "ZX-9001", MODEL_KEY, SERVER_SECRET):
         assert value not in exported, value
