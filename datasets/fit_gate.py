@@ -9,13 +9,17 @@ A *domain* is one business: its catalog and its items. The development domains a
 (`asixto_soporte_dev*.jsonl` with the spent `_heldout3` and `_heldout5`, read against its own 15-tool catalog
 and against the example server's 3 thin tools), the BFCL dev half (with its `_extra` file), and every folder
 of `datasets/domains/` (`catalog.json`, `items.jsonl`, `examples.jsonl`: written by helpers who saw only a
-catalog and the format). `datasets/heldout_domains/` is never read here.
+catalog and the format). The spent held-out domains (`datasets/heldout_domains/`, `heldout_domains2/`: each run
+once, its figures recorded in the README) are measured too, each left out in turn, and fitted on only with
+`--set SPENT=fit` (`SPENT`); `datasets/heldout_domains3/` is never read here.
 
 What is fitted, each on the domains it is given (each domain weighs the same, its classes alike):
 - the request probe (`request_probe.json`): log-odds that a message asks a desk for something, a logistic
   regression over its USE vector, on stand-alone messages (a follow-up's label is its conversation's);
 - the action probe (`action_probe.json`): log-odds that a request asks to change something rather than to
   know, over its USE vector, on stand-alone messages that expect a tool, labelled by the tool's level;
+- the request probe over both encoders (`request_probe_full.json`, FULL_PROBES): the same over the USE and e5
+  vectors side by side, which the full gate reads (a message e5 was read for);
 - the gate and the cheap gate (logistic regressions over `gate.gate_features` / `gate.cheap_features`, the
   request probe's feature out of fold by domain), and the cascade band.
 
@@ -61,6 +65,15 @@ FIT_RANKER = True
 # company's systems, and does it ask to change something), added to the probes' fits: "business" weighs each of
 # their businesses as a domain, "one" all of them as one domain, "off" leaves them out.
 CORPUS = "off"
+# The probes of a message read with e5 (the full gate's and the full score's) read its USE and e5 vectors side by side
+# (`request_probe_full.json`, `action_probe_full.json`): "both", "request" (the action probe reads USE alone), or
+# "off" (the USE probes read every message).
+FULL_PROBES = "request"
+# The spent held-out domains (`heldout_domains/`, `heldout_domains2/`: run once each, figures recorded, spent): "off"
+# leaves them out, "eval" leaves each out in turn (figures of a fit without any of them), "fit" makes them development
+# domains (fitted on, and each left out in turn like the others). `heldout_domains3/` is never read here.
+SPENT = "eval"
+SPENT_FOLDERS = ("heldout_domains", "heldout_domains2")
 # Top-1/top-2 score margins the cascade band may ask for (scores are in the fitted weights' units: tens)
 MARGINS = (0.5, 1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0)  # fit the score's weights (else keep gate.py's)
 
@@ -78,17 +91,25 @@ class Part:
 class Domain:
     name: str
     parts: list[Part]
+    spent: bool = False  # a spent held-out domain (SPENT)
 
 
 def dev_domains() -> list[Domain]:
     found = [Domain("support", [Part("asixto_soporte_catalog.json", SUPPORT.split()), Part("examples.soporte", SUPPORT.split())]),
              Domain("bfcl", [Part("bfcl_sgd_catalog.json", ["bfcl_sgd_dev.jsonl", "bfcl_sgd_dev_extra.jsonl"])])]
-    for folder in sorted((DATA / "domains").iterdir()) if (DATA / "domains").is_dir() else []:
-        if (folder / "catalog.json").exists() and (folder / "items.jsonl").exists():
-            examples = folder / "examples.jsonl"
-            found.append(Domain(folder.name, [Part(f"domains/{folder.name}/catalog.json", [f"domains/{folder.name}/items.jsonl"],
-                                                   f"domains/{folder.name}/examples.jsonl" if examples.exists() else None)]))
+    for top in ("domains", *(SPENT_FOLDERS if SPENT != "off" else ())):
+        for folder in sorted((DATA / top).iterdir()) if (DATA / top).is_dir() else []:
+            if (folder / "catalog.json").exists() and (folder / "items.jsonl").exists():
+                where = f"{top}/{folder.name}"
+                examples = f"{where}/examples.jsonl" if (folder / "examples.jsonl").exists() else None
+                found.append(Domain(folder.name, [Part(f"{where}/catalog.json", [f"{where}/items.jsonl"], examples)],
+                                    spent=top != "domains"))
     return found
+
+
+def fitted_on(domains: list[Domain]) -> list[Domain]:
+    """The domains a fit reads: the spent held-out ones only when SPENT is "fit"."""
+    return [d for d in domains if SPENT == "fit" or not d.spent]
 
 
 def cards_of(catalog: str):
@@ -123,6 +144,12 @@ class Row:
     expected: int | None  # the expected tool's place in its catalog
     part: str  # its catalog (the ranker compares the tools of one catalog)
     text: str  # the message as written
+    e5: np.ndarray | None = None  # its e5 vector (as a query)
+
+    @property
+    def both(self) -> np.ndarray:
+        """USE and e5 side by side: what the full probes read."""
+        return np.concatenate([self.use, self.e5])
 
 
 _rows_cache: dict = {}
@@ -140,26 +167,30 @@ def rows_of(domain: Domain) -> list[Row]:
         texts = [item["messages"][-1]["content"] for item in items]
         readings = gate.read(index, texts, cascade=False)
         uses = encoder.embed([normalise(t) or t for t in texts])
-        for item, reading, use in zip(items, readings, uses):
+        e5s = encoder.embed_e5([normalise(t) or t for t in texts], query=True)
+        for item, reading, use, e5 in zip(items, readings, uses, e5s):
             if reading is None:
                 continue
             top = index.cards[int(np.argmax(gate.cheap_scores(reading.signals)))].name
             position = [card.name for card in cards].index(item["expected"]) if item["expected"] else None
             rows.append(Row(domain.name, reading, use, item["expected"] is not None,
                             levels.get(item["expected"]), len(item["messages"]) == 1, top == item["expected"],
-                            position, f"{domain.name}:{part.catalog}", item["messages"][-1]["content"]))
+                            position, f"{domain.name}:{part.catalog}", item["messages"][-1]["content"], e5))
     _rows_cache[domain.name] = rows
     return rows
 
 
-def fit(x: np.ndarray, y: np.ndarray, weight: np.ndarray, l2: float = L2):
+def fit(x: np.ndarray, y: np.ndarray, weight: np.ndarray, l2: float = L2, start=None):
     """Weighted logistic regression with an L2 penalty on standardised features (Newton's method: the same
-    optimum as gradient descent, in a few steps); coefficients and bias for the raw features."""
+    optimum as gradient descent, in a few steps); coefficients and bias for the raw features. `start`: a fit of
+    nearly the same rows (coefficients, bias) to start from (the same optimum, in fewer steps)."""
     mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
     z = np.hstack([(x - mean) / scale, np.ones((len(y), 1))])
     penalty = np.full(z.shape[1], l2 / len(y))
     penalty[-1] = 0.0  # the bias is not penalised
     w = np.zeros(z.shape[1])
+    if start is not None:
+        w[:-1], w[-1] = start[0] * scale, start[1] + float(start[0] @ mean)
     total = weight.sum()
     for _ in range(NEWTON_STEPS):
         p = 1 / (1 + np.exp(-np.clip(z @ w, -30, 30)))
@@ -211,12 +242,13 @@ def corpus_rows() -> list[CorpusRow]:
                       line["acts"] if line["system"] else None) for line, use in _corpus_cache["rows"]]
 
 
-def fit_probe(rows: list[Row], label) -> tuple[np.ndarray, float]:
-    rows = rows + corpus_rows()
+def fit_probe(rows: list[Row], label, *, full: bool = False, start=None) -> tuple[np.ndarray, float]:
+    """A probe over the USE vectors of `rows`' stand-alone messages (`full`: USE and e5; the corpus has no e5)."""
+    rows = rows + ([] if full else corpus_rows())
     chosen = [(r, label(r)) for r in rows if r.alone and label(r) is not None]
-    x = np.array([r.use for r, _l in chosen])
+    x = np.array([r.both if full else r.use for r, _l in chosen])
     y = np.array([float(l) for _r, l in chosen])
-    return fit(x, y, balanced([r.domain for r, _l in chosen], y), PROBE_L2)
+    return fit(x, y, balanced([r.domain for r, _l in chosen], y), PROBE_L2, start)
 
 
 def _request_label(row: Row):
@@ -230,6 +262,16 @@ def _action_label(row: Row):
 def log_odds(probe, use: np.ndarray) -> float:
     w, b = probe
     return float(np.clip(use @ w + b, -gate.PROBE_CLIP, gate.PROBE_CLIP))
+
+
+def out_of_fold(rows: list[Row], domains: list[Domain], label, full: bool, start) -> dict:
+    """Each row's probe log-odds from a probe fitted without its domain (starting from `start`, the probe of all)."""
+    found = {}
+    for domain in domains:
+        others = [r for r in rows if r.domain != domain.name]
+        probe = fit_probe(others, label, full=full, start=start)
+        found.update({id(r): log_odds(probe, r.both if full else r.use) for r in rows if r.domain == domain.name})
+    return found
 
 
 def _with_probes(row: Row, request: float, action: float) -> gate.Reading:
@@ -294,6 +336,8 @@ def fit_ranker(rows: list[Row], readings: list, *, full: bool) -> tuple[float, .
 class Fitted:
     request: tuple
     action: tuple
+    request_full: tuple | None
+    action_full: tuple | None
     gate: tuple
     cheap: tuple
     band: tuple
@@ -305,47 +349,55 @@ class Fitted:
 def fit_all(domains: list[Domain]) -> Fitted:
     rows = [row for domain in domains for row in rows_of(domain)]
     request, action_probe = fit_probe(rows, _request_label), fit_probe(rows, _action_label)
-    # The request probe's feature out of fold (by domain): the gate learns what the probe says of unseen words.
-    unseen = {}
-    for domain in domains:
-        others = [r for r in rows if r.domain != domain.name]
-        probe = fit_probe(others, _request_label) if others else request
-        unseen.update({id(r): log_odds(probe, r.use) for r in rows if r.domain == domain.name})
-    # The action probe out of fold too, and the combination with the grammar of the request fitted on those values.
-    action_unseen = {}
-    for domain in domains:
-        others = [r for r in rows if r.domain != domain.name]
-        probe = fit_probe(others, _action_label) if others else action_probe
-        action_unseen.update({id(r): log_odds(probe, r.use) for r in rows if r.domain == domain.name})
-    grammar = {id(r): action.features(r.text, r.reading.plain, action_unseen[id(r)]) for r in rows}
+    full_probes = (fit_probe(rows, _request_label, full=True) if FULL_PROBES != "off" else None,
+                   fit_probe(rows, _action_label, full=True) if FULL_PROBES == "both" else None)
+    # The probes' features out of fold (by domain): the gate and the combination learn what a probe says of unseen
+    # words. A cheap reading has the USE probes' values; a full one (e5 read) the full probes' when they are on.
+    unseen = out_of_fold(rows, domains, _request_label, False, request)
+    action_unseen = out_of_fold(rows, domains, _action_label, False, action_probe)
+    unseen_full = out_of_fold(rows, domains, _request_label, True, full_probes[0]) if full_probes[0] else unseen
+    action_unseen_full = out_of_fold(rows, domains, _action_label, True, full_probes[1]) if full_probes[1] else action_unseen
+    # The combination with the grammar of the request, fitted on the full readings' probe values (the gates that
+    # decide close calls read e5); a cheap reading applies it to its USE probe's value.
+    grammar_full = {id(r): action.features(r.text, r.reading.plain, action_unseen_full[id(r)]) for r in rows}
+    grammar_cheap = {id(r): action.features(r.text, r.reading.plain, action_unseen[id(r)]) for r in rows}
     chosen = [r for r in rows if r.alone and r.acts is not None]
     y_acts = np.array([float(r.acts) for r in chosen])
-    combination = fit(np.array([grammar[id(r)] for r in chosen]), y_acts, balanced([r.domain for r in chosen], y_acts),
-                      ACTION_L2)
-    acts = {key: float(np.clip(combination[1] + np.dot(combination[0], f), -30, 30)) for key, f in grammar.items()}
-    readings = [_with_probes(r, unseen[id(r)], acts[id(r)]) for r in rows]
-    right = np.mean([(acts[id(r)] > 0) == r.acts for r in chosen])
-    probe_right = np.mean([(action_unseen[id(r)] > 0) == r.acts for r in chosen])
-    print(f"# acts, out of fold: probe alone {probe_right:.3f}, with the grammar {right:.3f} on {len(chosen)} requests",
-          file=sys.stderr)
-    weights = (fit_ranker(rows, readings, full=False), fit_ranker(rows, readings, full=True)) if FIT_RANKER else (
+    combination = fit(np.array([grammar_full[id(r)] for r in chosen]), y_acts,
+                      balanced([r.domain for r in chosen], y_acts), ACTION_L2)
+
+    def combined(features):
+        return {key: float(np.clip(combination[1] + np.dot(combination[0], f), -30, 30)) for key, f in features.items()}
+
+    acts_full, acts_cheap = combined(grammar_full), combined(grammar_cheap)
+    readings = [_with_probes(r, unseen_full[id(r)], acts_full[id(r)]) for r in rows]
+    cheap_readings = [_with_probes(r, unseen[id(r)], acts_cheap[id(r)]) for r in rows]
+    right = np.mean([(acts_full[id(r)] > 0) == r.acts for r in chosen])
+    right_cheap = np.mean([(acts_cheap[id(r)] > 0) == r.acts for r in chosen])
+    probe_right = np.mean([(action_unseen_full[id(r)] > 0) == r.acts for r in chosen])
+    print(f"# acts, out of fold: probe alone {probe_right:.3f}, with the grammar {right:.3f} (USE probe: {right_cheap:.3f})"
+          f" on {len(chosen)} requests", file=sys.stderr)
+    weights = (fit_ranker(rows, cheap_readings, full=False), fit_ranker(rows, readings, full=True)) if FIT_RANKER else (
         gate.CHEAP_WEIGHTS, gate.FULL_WEIGHTS)
     gate.CHEAP_WEIGHTS, gate.FULL_WEIGHTS = weights  # the gate's features read the scores
     readings = [_with_probes(r, reading.request, reading.signals.acts) for r, reading in zip(rows, readings)]
+    cheap_readings = [_with_probes(r, reading.request, reading.signals.acts) for r, reading in zip(rows, cheap_readings)]
     y = np.array([float(r.needs_tool) for r in rows])
     weight = balanced([r.domain for r in rows], y)
     full = fit(np.array([gate.gate_features(r) for r in readings]), y, weight)
-    xc = np.array([gate.cheap_features(r) for r in readings])
+    xc = np.array([gate.cheap_features(r) for r in cheap_readings])
     cheap = fit(xc, y, weight)
     p = 1 / (1 + np.exp(-(xc @ cheap[0] + cheap[1])))
-    margins = np.array([gate._margin(gate.cheap_scores(r.signals)) for r in readings])
-    band = cascade_band(p, y, np.array([r.top_right for r in rows]), margins, np.array([r.is_small_talk for r in readings]))
-    return Fitted(request, action_probe, full, cheap, band, *weights, combination)
+    margins = np.array([gate._margin(gate.cheap_scores(r.signals)) for r in cheap_readings])
+    band = cascade_band(p, y, np.array([r.top_right for r in rows]), margins,
+                        np.array([r.is_small_talk for r in cheap_readings]))
+    return Fitted(request, action_probe, *full_probes, full, cheap, band, *weights, combination)
 
 
-def _probe_file(probe, files: list[str]) -> str:
+def _probe_file(probe, files: list[str], full: bool = False) -> str:
     w, b = probe
-    return json.dumps({"fitted_by": "datasets/fit_gate.py", "input": "USE vector of the normalised message",
+    what = "USE vector then e5 vector (as a query)" if full else "USE vector"
+    return json.dumps({"fitted_by": "datasets/fit_gate.py", "input": f"{what} of the normalised message",
                        "domains": files, "bias": round(float(b), 6), "weights": [round(float(v), 6) for v in w]}) + "\n"
 
 
@@ -355,6 +407,12 @@ def apply(fitted: Fitted, folder: Path, names: list[str]) -> None:
                                              (action, "ACTION_PROBE", fitted.action, "action")):
         path = folder / f"{filename}_probe.json"
         path.write_text(_probe_file(probe, names))
+        setattr(owner, attribute, path)
+    for owner, attribute, probe, filename in ((gate, "REQUEST_PROBE_FULL", fitted.request_full, "request"),
+                                             (action, "ACTION_PROBE_FULL", fitted.action_full, "action")):
+        path = folder / f"{filename}_probe_full.json"  # not written when off: the USE probes read every message
+        if probe is not None:
+            path.write_text(_probe_file(probe, names, full=True))
         setattr(owner, attribute, path)
     action._load.cache_clear()
     action.ACTION_COEFFICIENTS = tuple(float(c) for c in fitted.combination[0])
@@ -380,6 +438,9 @@ def evaluate_domain(domain: Domain, *, examples: bool) -> dict:
     return {key: report[key] for key in keys} | {"misses": report["misses"]}
 
 
+_fits: dict = {}
+
+
 def lodo(domains: list[Domain], options, settings: list[dict]) -> None:
     """Each left-out domain's figures, fitted without it, for each setting of gate constants that the fit does
     not read (the guard's and the examples' constants): one fit per fold, the check's readings memoised."""
@@ -387,9 +448,12 @@ def lodo(domains: list[Domain], options, settings: list[dict]) -> None:
     for left in domains:
         if options.only and left.name not in options.only:
             continue
-        others = [d for d in domains if d.name != left.name]
+        others = fitted_on([d for d in domains if d.name != left.name])
+        names = tuple(d.name for d in others)
         with tempfile.TemporaryDirectory() as folder:
-            apply(fit_all(others), Path(folder), [d.name for d in others])
+            if names not in _fits:  # with SPENT "eval" every spent domain's fold is the same fit
+                _fits[names] = fit_all(others)
+            apply(_fits[names], Path(folder), list(names))
             memo = {}
             for table, setting in zip(tables, settings):
                 for name, value in setting.items():
@@ -442,14 +506,20 @@ def _print_table(table: dict, setting: dict, options) -> None:
         if options.misses:
             for miss in figures["misses"]:
                 print(f"    {miss}")
+    spent = {d.name for d in dev_domains() if d.spent}
     for suffix in ("", "+examples"):
-        new = [f for name, f in table.items() if name.split("+")[0] not in ("support", "bfcl")
-               and name.endswith(suffix) and ("+" in name) == bool(suffix)]
-        for key in ("gate_accuracy", "top1", "recall_at_3", "harmful_share"):
-            values = [f[key] for f in new if f[key] is not None]
-            if values:
-                worst = max(values) if key == "harmful_share" else min(values)
-                print(f"# new domains{suffix}' {key}: mean {np.mean(values):.3f}, worst {worst:.3f}")
+        for label, chosen in (("new domains", lambda n: n not in ("support", "bfcl") and n not in spent),
+                              ("spent domains", lambda n: n in spent),
+                              ("all 15 domains", lambda n: n not in ("support", "bfcl"))):
+            new = [f for name, f in table.items() if chosen(name.split("+")[0])
+                   and name.endswith(suffix) and ("+" in name) == bool(suffix)]
+            if label != "new domains" and not any(name.split("+")[0] in spent for name in table):
+                continue
+            for key in ("gate_accuracy", "top1", "recall_at_3", "harmful_share"):
+                values = [f[key] for f in new if f[key] is not None]
+                if values:
+                    worst = max(values) if key == "harmful_share" else min(values)
+                    print(f"# {label}{suffix}' {key}: mean {np.mean(values):.3f}, worst {worst:.3f}")
     sys.stdout.flush()
 
 
@@ -477,10 +547,16 @@ def main():
               (spec.split("=", 1) for spec in options.grid)])] if options.grid else [{}]
         lodo(domains, options, settings)
     if options.write:
-        fitted = fit_all(domains)
-        names = [d.name for d in domains]
+        fitted = fit_all(fitted_on(domains))
+        names = [d.name for d in fitted_on(domains)]
         (ROOT / "runtime/routing/request_probe.json").write_text(_probe_file(fitted.request, names))
         (ROOT / "runtime/routing/action_probe.json").write_text(_probe_file(fitted.action, names))
+        for name, probe in (("request", fitted.request_full), ("action", fitted.action_full)):
+            path = ROOT / f"runtime/routing/{name}_probe_full.json"
+            if probe is not None:
+                path.write_text(_probe_file(probe, names, full=True))
+            else:
+                path.unlink(missing_ok=True)
         print("GATE_COEFFICIENTS = (" + ", ".join(f"{c:.4f}" for c in fitted.gate[0]) + ")")
         print(f"GATE_BIAS = {fitted.gate[1]:.4f}")
         print("CHEAP_COEFFICIENTS = (" + ", ".join(f"{c:.4f}" for c in fitted.cheap[0]) + ")")

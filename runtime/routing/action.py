@@ -28,6 +28,11 @@ from runtime.routing.phrasings import done_before, kinds_asked
 from runtime.routing.words import fold
 
 ACTION_PROBE = Path(__file__).with_name("action_probe.json")
+# The same probe over the USE and e5 vectors side by side, for a message e5 was read for (the cascade's unsure ones),
+# when fitted (`fit_gate.py --set FULL_PROBES=both`). Not shipped: left out one domain at a time it moved the gate
+# from 0.787 to 0.800 but top-1 from 0.680 to 0.675 and harmful routes from 2.9% to 3.3% (datasets/README.md), so
+# the USE probe reads every message.
+ACTION_PROBE_FULL = Path(__file__).with_name("action_probe_full.json")
 
 
 def probability(log_odds: float) -> float:
@@ -77,19 +82,25 @@ def puts_off(plain: str) -> bool:
     return bool(_PUTS_OFF.match(plain))
 
 
-@lru_cache(maxsize=4)
-def _load(path: Path) -> tuple[np.ndarray, float]:
-    """A probe's weights and bias; a probe not fitted yet says nothing (log-odds 0)."""
+@lru_cache(maxsize=8)
+def _load(path: Path) -> tuple[np.ndarray, float] | None:
+    """A probe's weights and bias (None: not fitted)."""
     if not path.exists():
-        return np.zeros(512, dtype=np.float32), 0.0
+        return None
     fitted = json.loads(path.read_text())
     return np.asarray(fitted["weights"], dtype=np.float32), float(fitted["bias"])
 
 
-def probe(use: np.ndarray, path: Path | None = None) -> float:
-    """A probe's log-odds for a USE vector (the action probe's, or the one at `path`), clipped to ±PROBE_CLIP."""
-    weights, bias = _load(path or ACTION_PROBE)
-    return float(np.clip(float(use @ weights) + bias, -PROBE_CLIP, PROBE_CLIP))
+def probe(use: np.ndarray, path: Path | None = None, *, full: Path | None = None, e5: np.ndarray | None = None) -> float:
+    """A probe's log-odds for a USE vector (the action probe's, or the one at `path`), clipped to ±PROBE_CLIP; with
+    the message's `e5` vector, the probe at `full` over both when it is fitted. A probe not fitted says nothing (0)."""
+    fitted = _load(full) if e5 is not None and full is not None else None
+    vector = np.concatenate([use, e5]) if fitted is not None else use
+    fitted = fitted or _load(path or ACTION_PROBE)
+    if fitted is None:
+        return 0.0
+    weights, bias = fitted
+    return float(np.clip(float(vector @ weights) + bias, -PROBE_CLIP, PROBE_CLIP))
 
 
 def features(text: str, plain: str, probe_log_odds: float) -> list[float]:
@@ -103,7 +114,14 @@ def features(text: str, plain: str, probe_log_odds: float) -> list[float]:
             float(head == "act"), float(head == "know")]
 
 
-def acts(text: str, plain: str, use: np.ndarray) -> float:
-    """The log-odds that the message asks to change something rather than to know something."""
-    z = ACTION_BIAS + sum(c * f for c, f in zip(ACTION_COEFFICIENTS, features(text, plain, probe(use)), strict=True))
+def reads_e5() -> bool:
+    """Whether the action probe over both encoders is fitted (else a message's e5 vector changes nothing here)."""
+    return _load(ACTION_PROBE_FULL) is not None
+
+
+def acts(text: str, plain: str, use: np.ndarray, e5: np.ndarray | None = None) -> float:
+    """The log-odds that the message asks to change something rather than to know something (with its `e5` vector
+    when read: the probe over both encoders)."""
+    found = features(text, plain, probe(use, full=ACTION_PROBE_FULL, e5=e5))
+    z = ACTION_BIAS + sum(c * f for c, f in zip(ACTION_COEFFICIENTS, found, strict=True))
     return float(max(min(z, 30.0), -30.0)) if math.isfinite(z) else 0.0

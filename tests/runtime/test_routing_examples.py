@@ -152,7 +152,7 @@ def test_support_corrects_a_turns_routing_on_the_conversation_page(committed_wor
 
     from runtime.models import Conversation, Message, Turn
 
-    text = "me dijeron que me iban a llamar y nada, ya van tres semanas"
+    text = "ya van tres semanas y nadie me llama"
     base = f"http://{committed_world.domain}:{live_server_port}"
     with django_db_blocker.unblock(), serve_asgi(build_app(SupportDesk())) as url:
         register_soporte(committed_world, url)

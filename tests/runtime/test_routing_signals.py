@@ -215,6 +215,41 @@ def test_the_request_probe_hears_a_request_in_either_language_whatever_the_catal
     assert all(value < 0 for value in said[len(asks):]), list(zip(nothing, said[len(asks):]))
 
 
+def test_a_message_read_with_e5_is_heard_by_the_request_probe_over_both_encoders():
+    """R6, issue 18: when the cascade reads e5 for a message, the request probe reads its USE and e5 vectors side by
+    side (`request_probe_full.json`, fitted by datasets/fit_gate.py; the full gate weighs it), and still gives positive
+    log-odds to requests and negative ones to thanks, opinions, how-to questions and notices in either language. A
+    message the cheap signals settle keeps the USE probe's value; with no full probe fitted, USE alone is read."""
+    from runtime.routing import encoder, gate
+
+    asks = ["necesito que me revisen por qué me llegó tan alto el recibo", "can you tell me where my package is",
+            "quiero que me agenden una visita para el viernes"]
+    nothing = ["mil gracias, muy amables", "la verdad el servicio de ustedes es carísimo",
+               "how do I turn on my laptop's bluetooth", "solo para avisar que ya hice la consignación"]
+    plain = [normalise(text) for text in asks + nothing]
+    use, e5 = encoder.embed(plain), encoder.embed_e5(plain, query=True)
+    heard = [gate.sounds_like_request(u, v) for u, v in zip(use, e5)]
+    assert all(value > 0 for value in heard[:len(asks)]), list(zip(asks, heard))
+    assert all(value < 0 for value in heard[len(asks):]), list(zip(nothing, heard[len(asks):]))
+    alone = [gate.sounds_like_request(u) for u in use]
+    assert heard != alone  # e5 is read, not only USE
+
+    index = catalog_index(CARDS)
+    full = gate.read(index, asks + nothing, cascade=False)
+    assert [round(r.request, 4) for r in full] == [round(v, 4) for v in heard]
+    (settled,) = gate.read(index, ["gracias"])  # small talk: the cheap signals decide, e5 is not read
+    assert not settled.full and settled.request == gate.sounds_like_request(encoder.embed([settled.plain])[0])
+
+
+def test_with_no_request_probe_over_both_encoders_a_full_reading_hears_use_alone(monkeypatch, tmp_path):
+    """R6, issue 18: a deployment without `request_probe_full.json` reads the USE probe for every message."""
+    from runtime.routing import encoder, gate
+
+    monkeypatch.setattr(gate, "REQUEST_PROBE_FULL", tmp_path / "not_fitted.json")
+    (reading,) = gate.read(catalog_index(CARDS), ["can you tell me where my package is"], cascade=False)
+    assert reading.full and reading.request == gate.sounds_like_request(encoder.embed([reading.plain])[0])
+
+
 def test_the_lexicon_translates_actions_not_a_business_s_things():
     """R6 (issue 18): the words of one business's things ("ticket" = "caso", "link" = "enlace") are off (a
     leave-one-domain-out run decides, datasets/README.md); the actions a request names still meet their
