@@ -6,55 +6,38 @@ of the web tier from the others (a security review: 24 model tests made another 
 GET wait 47 s).
 
 `web_call_slot()` lets a call in when its tenant has fewer than ASIXTO_WEB_CALLS_PER_TENANT
-running (counted in Redis across processes: a sorted set per schema, each call with its start,
-so one a dead process never removed drops out after MAX_CALL_SECONDS) and this process fewer than
-ASIXTO_WEB_CALLS_PER_PROCESS; otherwise it raises Throttled (429 with Retry-After) before
-anything is sent."""
+running (counted across processes, asixto/slots.py; one a dead process never gave back drops out
+after MAX_CALL_SECONDS) and this process fewer than ASIXTO_WEB_CALLS_PER_PROCESS; otherwise it
+raises Throttled (429 with Retry-After) before anything is sent."""
 
-import threading
-import time
-import uuid
 from contextlib import contextmanager
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import connection
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework.exceptions import Throttled
 
+from asixto import slots
+
 RETRY_SECONDS = 5
 # How the OpenAPI schema documents the refusal, on each operation that takes a slot.
 BUSY = OpenApiResponse(description="Too many calls to the account's systems are running now; retry after `Retry-After` seconds.")
 MAX_CALL_SECONDS = 120  # longer than any call the web tier makes: a slot older than this is stale
-_lock = threading.Lock()
-_running_here = 0
+_process = slots.ProcessSlots(lambda: settings.ASIXTO_WEB_CALLS_PER_PROCESS)
 
 
 @contextmanager
 def web_call_slot():
     """A slot for one call of the current tenant for the block; Throttled when there is none."""
-    global _running_here
-    name, member, now = f"asixto:web-calls:{connection.schema_name}", uuid.uuid4().hex, time.time()
-    client = cache._cache.get_client(write=True)
-    with _lock:
-        if _running_here >= settings.ASIXTO_WEB_CALLS_PER_PROCESS:
-            raise Throttled(wait=RETRY_SECONDS, detail=_("This server is busy with calls to your systems; try again shortly."))
-        _running_here += 1
     try:
-        with client.pipeline() as pipe:
-            pipe.zremrangebyscore(name, "-inf", now - MAX_CALL_SECONDS)
-            pipe.zadd(name, {member: now})
-            pipe.zcard(name)
-            pipe.expire(name, MAX_CALL_SECONDS)
-            running = pipe.execute()[2]
-        try:
-            if running > settings.ASIXTO_WEB_CALLS_PER_TENANT:
-                raise Throttled(wait=RETRY_SECONDS, detail=_(
-                    "Too many calls to your systems are running for this account; try again shortly."))
-            yield
-        finally:
-            client.zrem(name, member)
+        release = slots.take(sets={f"asixto:web-calls:{connection.schema_name}": settings.ASIXTO_WEB_CALLS_PER_TENANT},
+                             lifetime=MAX_CALL_SECONDS, process=_process)
+    except slots.Full as full:
+        detail = (_("This server is busy with calls to your systems; try again shortly.") if full.where == "process"
+                  else _("Too many calls to your systems are running for this account; try again shortly."))
+        raise Throttled(wait=RETRY_SECONDS, detail=detail) from None
+    try:
+        yield
     finally:
-        with _lock:
-            _running_here -= 1
+        release()

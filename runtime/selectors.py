@@ -45,12 +45,12 @@ def history_before(*, message: Message, newest: list | None = None) -> tuple[lis
 
     if newest is None:
         fields = ("id", "role", "text", "created_at", "reply_of__message__created_at")
-        rows = [*earlier().order_by("-created_at", "-id").values(*fields)[:HISTORY_MESSAGES + 1],
-                *Message.objects.filter(conversation_id=message.conversation_id, created_at__gte=message.created_at,
-                                        reply_of__message__created_at__lt=message.created_at).values(*fields)]
+        found = [*earlier().order_by("-created_at", "-id").values(*fields)[:HISTORY_MESSAGES + 1],
+                 *Message.objects.filter(conversation_id=message.conversation_id, created_at__gte=message.created_at,
+                                         reply_of__message__created_at__lt=message.created_at).values(*fields)]
         asked = "reply_of__message__created_at"
-        rows.sort(key=lambda row: (row[asked] or row["created_at"], row[asked] is not None, row["id"]), reverse=True)
-        newest = [(row["role"], row["text"]) for row in rows[:HISTORY_MESSAGES + 1]]
+        found.sort(key=lambda row: (row[asked] or row["created_at"], row[asked] is not None, row["id"]), reverse=True)
+        newest = [(row["role"], row["text"]) for row in found[:HISTORY_MESSAGES + 1]]
     older = earlier().count() - HISTORY_MESSAGES if len(newest) > HISTORY_MESSAGES else 0
     return [Line(role, text) for role, text in reversed(newest[:HISTORY_MESSAGES])], older
 

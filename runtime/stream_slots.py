@@ -12,16 +12,12 @@ opens many must not stall the web tier for everyone.
 Beyond any of them the stream is refused (429 with Retry-After) before it starts.
 """
 
-import threading
-import time
-import uuid
-
 from django.conf import settings
-from django.core.cache import cache
+
+from asixto import slots
 
 RETRY_SECONDS = 5
-_lock = threading.Lock()
-_open_here = 0
+_process = slots.ProcessSlots(lambda: settings.ASIXTO_STREAMS_PER_PROCESS)
 
 
 class StreamsFull(Exception):
@@ -31,53 +27,19 @@ class StreamsFull(Exception):
         self.retry_after = RETRY_SECONDS
 
 
-def _client():
-    return cache._cache.get_client(write=True)
-
-
 def open_slot(*, schema: str, key_id=None, threaded: bool):
     """Take a slot for one stream; returns the function that gives it back (call it once the
     response closes). Raises StreamsFull when the key, the tenant or this process is at its limit."""
-    global _open_here
     from django.utils.translation import gettext as _
 
-    member = uuid.uuid4().hex
-    now = time.time()
-    stale = now - settings.ASIXTO_EVENT_STREAM_SECONDS - 60
     sets = {f"asixto:streams:{schema}": settings.ASIXTO_STREAMS_PER_TENANT}
     if key_id is not None:
         sets[f"asixto:streams:{schema}:key:{key_id}"] = settings.ASIXTO_STREAMS_PER_KEY
-    client = _client()
-    with client.pipeline() as pipe:
-        for name in sets:
-            pipe.zremrangebyscore(name, "-inf", stale)
-            pipe.zcard(name)
-        counts = pipe.execute()[1::2]
-    if any(count >= limit for count, limit in zip(counts, sets.values(), strict=True)):
-        raise StreamsFull(_("Too many event streams are open for this account or key; close one or try again shortly."))
-    if threaded:
-        with _lock:
-            if _open_here >= settings.ASIXTO_STREAMS_PER_PROCESS:
-                raise StreamsFull(_("This server is busy with event streams; try again shortly."))
-            _open_here += 1
-    with client.pipeline() as pipe:
-        for name in sets:
-            pipe.zadd(name, {member: now})
-            pipe.expire(name, int(settings.ASIXTO_EVENT_STREAM_SECONDS) + 120)
-        pipe.execute()
-    released = threading.Event()
-
-    def release():
-        global _open_here
-        if released.is_set():
-            return
-        released.set()
-        if threaded:
-            with _lock:
-                _open_here -= 1
-        with client.pipeline() as pipe:
-            for name in sets:
-                pipe.zrem(name, member)
-            pipe.execute()
-
-    return release
+    try:
+        # A stream is open at most ASIXTO_EVENT_STREAM_SECONDS: one older was left by a dead process.
+        return slots.take(sets=sets, lifetime=settings.ASIXTO_EVENT_STREAM_SECONDS + 60,
+                          process=_process if threaded else None)
+    except slots.Full as full:
+        if full.where == "process":
+            raise StreamsFull(_("This server is busy with event streams; try again shortly.")) from None
+        raise StreamsFull(_("Too many event streams are open for this account or key; close one or try again shortly.")) from None
