@@ -180,17 +180,19 @@ def committed_other(django_db_setup, django_db_blocker):
 
 @pytest.fixture(autouse=True)
 def _forget_counters():
-    """Failed sign-ins, password links, open event streams and message buckets are counted in
-    Redis (and streams in the process), outside the rolled-back transaction: forget them after
+    """Failed sign-ins, password links, open event streams, calls out and message buckets are
+    counted in Redis (and streams and calls in the process), outside the rolled-back transaction: forget them after
     each test, so no later test finds `ana` locked out, an address out of links or a tenant out of
     streams because of an earlier one (a test client leaves a stream it did not read open)."""
     yield
     from django.core.cache import cache
 
+    from asixto import web_calls
     from runtime import stream_slots
 
     client = cache._cache.get_client(write=True)
-    for pattern in ("*axes-*", "*password-links:*", "asixto:streams:*", "asixto:rate:*"):
+    for pattern in ("*axes-*", "*password-links:*", "asixto:streams:*", "asixto:web-calls:*", "asixto:rate:*"):
         for key in client.scan_iter(match=pattern):
             client.delete(key)
-    stream_slots._open_here = 0
+    for process_slots in (stream_slots._process, web_calls._process):
+        process_slots._taken = 0
