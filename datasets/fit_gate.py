@@ -9,9 +9,9 @@ A *domain* is one business: its catalog and its items. The development domains a
 (`asixto_soporte_dev*.jsonl` with the spent `_heldout3` and `_heldout5`, read against its own 15-tool catalog
 and against the example server's 3 thin tools), the BFCL dev half (with its `_extra` file), and every folder
 of `datasets/domains/` (`catalog.json`, `items.jsonl`, `examples.jsonl`: written by helpers who saw only a
-catalog and the format). The spent held-out domains (`datasets/heldout_domains/`, `heldout_domains2/`: each run
-once, its figures recorded in the README) are measured too, each left out in turn, and fitted on only with
-`--set SPENT=fit` (`SPENT`); `datasets/heldout_domains3/` is never read here.
+catalog and the format). The spent held-out domains (`datasets/heldout_domains/`, `heldout_domains2/`,
+`heldout_domains3/`: each run once, its figures recorded in the README) are measured too, each left out in turn, and
+fitted on only with `--set SPENT=fit` (`SPENT`).
 
 What is fitted, each on the domains it is given (each domain weighs the same, its classes alike):
 - the request probe (`request_probe.json`): log-odds that a message asks a desk for something, a logistic
@@ -69,11 +69,11 @@ CORPUS = "off"
 # (`request_probe_full.json`, `action_probe_full.json`): "both", "request" (the action probe reads USE alone), or
 # "off" (the USE probes read every message).
 FULL_PROBES = "request"
-# The spent held-out domains (`heldout_domains/`, `heldout_domains2/`: run once each, figures recorded, spent): "off"
-# leaves them out, "eval" leaves each out in turn (figures of a fit without any of them), "fit" makes them development
-# domains (fitted on, and each left out in turn like the others). `heldout_domains3/` is never read here.
+# The spent held-out domains (`heldout_domains/`, `heldout_domains2/`, `heldout_domains3/`: run once each, figures
+# recorded, spent): "off" leaves them out, "eval" leaves each out in turn (figures of a fit without any of them), "fit"
+# makes them development domains (fitted on, and each left out in turn like the others).
 SPENT = "eval"
-SPENT_FOLDERS = ("heldout_domains", "heldout_domains2")
+SPENT_FOLDERS = ("heldout_domains", "heldout_domains2", "heldout_domains3")
 # Top-1/top-2 score margins the cascade band may ask for (scores are in the fitted weights' units: tens)
 MARGINS = (0.5, 1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0)  # fit the score's weights (else keep gate.py's)
 
@@ -459,10 +459,11 @@ def lodo(domains: list[Domain], options, settings: list[dict]) -> None:
                 for name, value in setting.items():
                     _set(name, value)
                 # readings depend on the examples' constants (scores); the guard's are read after them
-                key = tuple((n, v) for n, v in setting.items() if n.startswith("EXAMPLE") or n == "W_EXAMPLE")
+                key = tuple((n, v) for n, v in setting.items() if n.startswith(("EXAMPLE", "TAUGHT")) or n == "W_EXAMPLE")
                 with _memoised_reads(memo.setdefault(key, {})):
-                    table[left.name] = evaluate_domain(left, examples=False)
-                    if options.examples:
+                    if not options.examples_only:
+                        table[left.name] = evaluate_domain(left, examples=False)
+                    if options.examples or options.examples_only:
                         table[left.name + "+examples"] = evaluate_domain(left, examples=True)
     for table, setting in zip(tables, settings):
         _print_table(table, setting, options)
@@ -510,7 +511,7 @@ def _print_table(table: dict, setting: dict, options) -> None:
     for suffix in ("", "+examples"):
         for label, chosen in (("new domains", lambda n: n not in ("support", "bfcl") and n not in spent),
                               ("spent domains", lambda n: n in spent),
-                              ("all 15 domains", lambda n: n not in ("support", "bfcl"))):
+                              ("all business domains", lambda n: n not in ("support", "bfcl"))):
             new = [f for name, f in table.items() if chosen(name.split("+")[0])
                    and name.endswith(suffix) and ("+" in name) == bool(suffix)]
             if label != "new domains" and not any(name.split("+")[0] in spent for name in table):
@@ -527,6 +528,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lodo", action="store_true", help="leave-one-domain-out figures")
     parser.add_argument("--examples", action="store_true", help="also with each domain's examples.jsonl")
+    parser.add_argument("--examples-only", action="store_true", help="only with each domain's examples.jsonl")
     parser.add_argument("--only", nargs="*", help="only these left-out domains")
     parser.add_argument("--misses", action="store_true", help="print the left-out domains' misses")
     parser.add_argument("--write", action="store_true", help="fit on every dev domain and write the probes")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from runtime.routing import encoder
+from runtime.routing import encoder, taught
 from runtime.routing.lexicon import expand
 from runtime.routing.language import text_language
 from runtime.routing.phrasings import kind_of, kinds_asked, requests_for
@@ -148,6 +148,9 @@ class CatalogIndex:
     examples_owner: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # tool, or -1: no tool
     # per tool: 1 where it changes something (write or destructive), 0 where it only reads
     acting: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    # What the examples teach the ranking (`taught.py`): over USE, and over USE and e5; None without examples
+    taught_use: taught.Classifier | None = None
+    taught_full: taught.Classifier | None = None
 
     def __len__(self):
         return len(self.cards)
@@ -234,7 +237,7 @@ def assemble(cards: list[ToolCard], vectors: list[ToolVectors], examples: list[E
         rows = [getattr(v, name) for v in vectors]
         return np.concatenate(rows) if rows else np.zeros((0, width), dtype=np.float32)
 
-    return CatalogIndex(
+    index = CatalogIndex(
         cards=list(cards), about=np.stack([v.about for v in vectors]) if vectors else np.zeros((0, VIEWS, 512), np.float32),
         asks=stacked("asks", 512),
         about_e5=np.stack([v.about_e5 for v in vectors]) if vectors else np.zeros((0, VIEWS, 384), np.float32),
@@ -244,6 +247,9 @@ def assemble(cards: list[ToolCard], vectors: list[ToolVectors], examples: list[E
         acting=np.array([1.0 if card.acts else 0.0 for card in cards], dtype=np.float32),
         language=text_language(" ".join(f"{card.title or ''} {card.purpose or ''}" for card in cards)),
         **_example_arrays(cards, examples, example_vectors))
+    cheap, full = taught.classifiers(index.about, index.asks, index.asks_owner, index.about_e5, index.asks_e5,
+                                     index.examples_use, index.examples_e5, index.examples_owner)
+    return replace(index, taught_use=cheap, taught_full=full)
 
 
 def _example_arrays(cards, examples, example_vectors) -> dict:
@@ -327,6 +333,8 @@ class Signals:
     # reads, so a tenant's examples move the ranking and never the gate it was fitted without (`untaught`)
     asks_own: np.ndarray | None = None
     asks_e5_own: np.ndarray | None = None
+    # Per tool, log P(tool | message) by what the tenant's examples taught (`taught.py`); None: no examples
+    taught: np.ndarray | None = None
 
     @property
     def full(self) -> bool:
@@ -334,9 +342,11 @@ class Signals:
 
     def untaught(self) -> "Signals":
         """These signals as if the tenant had taught no example."""
-        if self.asks_own is None:
+        if self.asks_own is None and self.taught is None:
             return self
-        return replace(self, asks=self.asks_own, asks_e5=self.asks_e5_own, asks_own=None, asks_e5_own=None)
+        return replace(self, asks=self.asks if self.asks_own is None else self.asks_own,
+                       asks_e5=self.asks_e5 if self.asks_e5_own is None else self.asks_e5_own,
+                       asks_own=None, asks_e5_own=None, taught=None)
 
 
 def _best_per_tool(index: CatalogIndex, cosines: np.ndarray) -> np.ndarray:
@@ -371,20 +381,24 @@ def signals(index: CatalogIndex, plain: str, use: np.ndarray, acts: float = 0.0)
     example_cosines = index.examples_use @ use
     example, example_none = _per_example(index, example_cosines)
     own = _best_per_tool(index, index.asks @ use)
-    taught = _with_examples(index, own, example_cosines)
+    closest = _with_examples(index, own, example_cosines)
     return Signals(
         example=example, example_none=example_none, acting=index.acting, acts=acts,
-        about=(index.about @ use).max(axis=1), asks=taught, asks_own=own if taught is not own else None,
+        about=(index.about @ use).max(axis=1), asks=closest, asks_own=own if closest is not own else None,
         lexical=lexical(index, expand(stems(plain))),
         kind=np.array([1.0 if kind in asked else 0.0 for kind in index.kinds], dtype=np.float32),
         foreign=bool(asked) and not asked & set(index.kinds) and None not in index.kinds,
+        taught=index.taught_use.log_probabilities(use) if index.taught_use else None,
     )
 
 
-def with_e5(index: CatalogIndex, cheap: Signals, e5: np.ndarray) -> Signals:
-    """The cheap signals completed with e5's, from the message's e5 vector (as a query)."""
+def with_e5(index: CatalogIndex, cheap: Signals, e5: np.ndarray, use: np.ndarray | None = None) -> Signals:
+    """The cheap signals completed with e5's, from the message's e5 vector (as a query); with its USE vector,
+    the examples' full classifier too."""
     own = _best_per_tool(index, index.asks_e5 @ e5)
-    taught = _with_examples(index, own, index.examples_e5 @ e5)
-    return replace(cheap, about_e5=(index.about_e5 @ e5).max(axis=1), inputs_e5=index.inputs_e5 @ e5, asks_e5=taught,
-                   asks_e5_own=own if taught is not own else None)
+    closest = _with_examples(index, own, index.examples_e5 @ e5)
+    return replace(cheap, about_e5=(index.about_e5 @ e5).max(axis=1), inputs_e5=index.inputs_e5 @ e5, asks_e5=closest,
+                   asks_e5_own=own if closest is not own else None,
+                   taught=(index.taught_full.log_probabilities(np.concatenate([use, e5]))
+                           if index.taught_full and use is not None else cheap.taught))
 

@@ -100,6 +100,9 @@ PROBE_CLIP = 8.0
 # its tool, or no tool (a support correction of that very message). An extra score term for closeness to examples
 # changed nothing when left out one domain at a time (weights 0, 4, 15, 40), so there is none.
 EXAMPLE_MATCH = 0.9
+# What the examples teach as a whole (`taught.py`: a classifier of the catalog's own, fitted on its texts and its
+# examples) adds this times its log-probability of each tool to the score; chosen by leaving one domain out.
+TAUGHT_WEIGHT = 10.0
 # The gate: P(needs a tool) = logistic(GATE_BIAS + Σ coefficient × feature), features in the order
 # of `gate_features`. Fitted by datasets/fit_gate.py on the dev files (see datasets/README.md).
 GATE_COEFFICIENTS = (0.2408, 0.0785, 4.3871, -5.7758, -0.5055, -4.0480, 0.1839, 0.0044, -1.6322, -2.0399, -1.9919, 1.3414, -3.5737, 1.5465, -1.5503, -1.9599, -1.6418, 0.4332, 0.7107, 2.0382, 0.0364)
@@ -238,13 +241,18 @@ def rank_features(s: Signals, *, full: bool) -> np.ndarray:
 
 
 def cheap_scores(s: Signals) -> np.ndarray:
-    return rank_features(s, full=False) @ np.asarray(CHEAP_WEIGHTS, dtype=np.float32)
+    return _with_taught(s, rank_features(s, full=False) @ np.asarray(CHEAP_WEIGHTS, dtype=np.float32))
 
 
 def tool_scores(s: Signals) -> np.ndarray:
     if not s.full:
         return cheap_scores(s)
-    return rank_features(s, full=True) @ np.asarray(FULL_WEIGHTS, dtype=np.float32)
+    return _with_taught(s, rank_features(s, full=True) @ np.asarray(FULL_WEIGHTS, dtype=np.float32))
+
+
+def _with_taught(s: Signals, scores: np.ndarray) -> np.ndarray:
+    """The score and, where the tenant taught examples, TAUGHT_WEIGHT × their classifier's log-probability."""
+    return scores if s.taught is None else scores + TAUGHT_WEIGHT * s.taught
 
 
 def read(index: CatalogIndex, texts: list[str], *, cascade: bool = True) -> list[Reading | None]:
@@ -279,7 +287,7 @@ def complete(index: CatalogIndex, readings: list[Reading | None], which: list[in
     talk_e5 = _small_talk_vectors("e5")
     for row, n in enumerate(which):
         cheap = readings[n]
-        found = with_e5(index, cheap.signals, e5[row])
+        found = with_e5(index, cheap.signals, e5[row], cheap.use)
         request = cheap.request
         if cheap.use is not None:  # the probes again, over both encoders
             request = sounds_like_request(cheap.use, e5[row])

@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 
 from examples.soporte.desk import SupportDesk
 from examples.soporte.server import build_app
-from runtime.routing.candidates import Example
+from runtime.routing.candidates import Example, ToolCard
 from runtime.routing.gate import check
 from runtime.routing.index_store import build_live, live_cards, ready_index
 from tests.conftest import PASSWORD
@@ -197,7 +197,11 @@ def test_examples_move_the_ranking_and_never_the_gate():
     assert gate.gate_features(with_examples) == gate.gate_features(plain)
     assert gate.tool_probability(with_examples) == gate.tool_probability(plain)
     search = [card.name for card in CARDS].index(SEARCH)
-    assert with_examples.scores[search] > plain.scores[search]
+
+    def lead(scores):  # over the best of the other tools (scores are relative: the classifier's term is a log)
+        return scores[search] - max(score for n, score in enumerate(scores) if n != search)
+
+    assert lead(with_examples.scores) > lead(plain.scores)
 
 
 def test_a_changed_example_reaches_the_next_routing_although_the_process_keeps_them(committed_world, django_db_blocker):
@@ -215,3 +219,66 @@ def test_a_changed_example_reaches_the_next_routing_although_the_process_keeps_t
         assert (None, "gracias") in routing_examples()
         RoutingExample.objects.filter(text="gracias").delete()
         assert (None, "gracias") not in routing_examples()
+
+
+# A loyalty desk whose customers say "estrellas" for points and "lo que encargué" for an order: words of the tenant's
+# own, which its tools' definitions never use and only its sample requests teach.
+LOYALTY = [ToolCard.from_definition(d) for d in (
+    {"name": "ver_puntos", "title": "Puntos", "description": "Consulta los puntos acumulados en la tarjeta de cliente y su "
+     "vencimiento.", "annotations": {"readOnlyHint": True}},
+    {"name": "canjear_puntos", "title": "Canje", "description": "Canjea puntos de la tarjeta de cliente por un producto del "
+     "catálogo de premios.", "annotations": {"readOnlyHint": False}},
+    {"name": "ver_pedido", "title": "Pedido", "description": "Muestra el estado de un pedido hecho en la app.",
+     "annotations": {"readOnlyHint": True}},
+    {"name": "cancelar_pedido", "title": "Cancelar pedido", "description": "Cancela un pedido hecho en la app que aún no "
+     "se prepara.", "annotations": {"readOnlyHint": False, "destructiveHint": True}},
+)]
+LOYALTY_EXAMPLES = [Example(tool, text) for tool, texts in (
+    ("ver_puntos", ("cuántas estrellas llevo", "quiero saber mis estrellas", "me dices cuántas estrellitas tengo")),
+    ("canjear_puntos", ("quiero cambiar mis estrellas por un café", "úsame las estrellas para el frappé",
+                        "paga el pan con estrellas")),
+    ("ver_pedido", ("dónde viene mi café", "ya salió lo que pedí", "cuánto falta para mi orden")),
+    ("cancelar_pedido", ("ya no quiero lo que pedí", "anula la orden", "quita mi pedido")),
+) for text in texts]
+
+
+def test_the_examples_teach_the_ranking_as_a_whole():
+    """R6, issue 18 item 4: a tenant's sample requests are fitted together into a classifier of its own catalog
+    (`taught.py`), so a message in the tenant's words that is close to no single example still goes to the tool its
+    examples describe. Before, each example counted only through the closest one, and the three messages here went
+    to the points' redemption, the points and the redemption. The gate reads none of it."""
+    from runtime.routing import gate
+    from runtime.routing.candidates import catalog_index
+
+    expected = {"oye y de estrellitas cómo ando": "ver_puntos", "lo que encargué sigue en camino?": "ver_pedido",
+                "mi frappé ya va?": "ver_pedido"}
+    taught, plain = catalog_index(LOYALTY, LOYALTY_EXAMPLES), catalog_index(LOYALTY)
+    assert taught.taught_use is not None and taught.taught_full is not None and plain.taught_full is None
+    for cascade in (True, False):
+        readings = gate.read(taught, list(expected), cascade=cascade)
+        assert {text: taught.cards[int(r.scores.argmax())].name for text, r in zip(expected, readings)} == expected
+        for with_examples, without in zip(readings, gate.read(plain, list(expected), cascade=cascade)):
+            assert gate.tool_probability(with_examples) == gate.tool_probability(without)
+
+
+def test_the_examples_classifier_is_bounded_and_the_same_in_every_process():
+    """R6, P4 (issue 18): the classifier's fit grows with the tools, so a catalog of more than `taught.MAX_TOOLS`
+    has none (its examples still rank through the closest one), nor has one without examples of its tools; a
+    classifier is the same for the same examples (no randomness), so every worker process ranks alike."""
+    from runtime.routing import taught
+    from runtime.routing.candidates import catalog_index
+
+    index = catalog_index(LOYALTY, LOYALTY_EXAMPLES)
+
+    def fitted(tools=None, examples=slice(None)):
+        rows = list(range(len(index))) if tools is None else [n % len(index) for n in range(tools)]
+        return taught.classifiers(index.about[rows], index.asks, index.asks_owner, index.about_e5[rows], index.asks_e5,
+                                  index.examples_use[examples], index.examples_e5[examples],
+                                  index.examples_owner[examples])
+
+    cheap, full = fitted()
+    assert (full.weights == index.taught_full.weights).all() and (full.bias == index.taught_full.bias).all()
+    assert (cheap.weights == index.taught_use.weights).all()
+    assert fitted(tools=taught.MAX_TOOLS)[1] is not None
+    assert fitted(tools=taught.MAX_TOOLS + 1) == (None, None)
+    assert fitted(examples=slice(0, 0)) == (None, None)
