@@ -102,7 +102,7 @@ PROBE_CLIP = 8.0
 EXAMPLE_MATCH = 0.9
 # What the examples teach as a whole (`taught.py`: a classifier of the catalog's own, fitted on its texts and its
 # examples) adds this times its log-probability of each tool to the score; chosen by leaving one domain out.
-TAUGHT_WEIGHT = 10.0
+TAUGHT_WEIGHT = 3.0
 # The gate: P(needs a tool) = logistic(GATE_BIAS + Σ coefficient × feature), features in the order
 # of `gate_features`. Fitted by datasets/fit_gate.py on the dev files (see datasets/README.md).
 GATE_COEFFICIENTS = (0.2408, 0.0785, 4.3871, -5.7758, -0.5055, -4.0480, 0.1839, 0.0044, -1.6322, -2.0399, -1.9919, 1.3414, -3.5737, 1.5465, -1.5503, -1.9599, -1.6418, 0.4332, 0.7107, 2.0382, 0.0364)
@@ -223,7 +223,10 @@ class Reading:
         probability = tool_probability(self)
         if probability <= CASCADE_LOW:
             return True
-        return probability >= CASCADE_HIGH and _margin(self.scores) >= CASCADE_MARGIN
+        # the margin without what the examples taught as a whole: the band was fitted without it, and its
+        # log-probabilities would settle messages cheaply that the full gate reads
+        scores = self.scores if self.signals.taught is None else cheap_scores(replace(self.signals, taught=None))
+        return probability >= CASCADE_HIGH and _margin(scores) >= CASCADE_MARGIN
 
 
 def sounds_like_request(use: np.ndarray, e5: np.ndarray | None = None) -> float:

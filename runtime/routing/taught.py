@@ -6,7 +6,7 @@ check requests of its own tools in its customers' words. Compared one by one (th
 signal) they move little: a messy message is rarely close to any one short example. A softmax regression over
 the message's vector, fitted on the catalog's own texts (each tool's views and the requests built from its verb)
 and, weighing most, on the tenant's examples, learns which directions of the encoders tell this catalog's tools
-apart. Its log-probability of each tool is one more term of the score (`gate.tool_scores`), only for a catalog
+apart. Its log-probability of each tool, times gate.TAUGHT_WEIGHT, is one more term of the score (`gate.tool_scores`), only for a catalog
 with examples of its tools: without them it ranked no better than the score (datasets/README.md).
 
 Two classifiers: over USE alone (the cheap ranking) and over USE and e5 side by side (the full one). They rank;
@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Chosen by leaving one domain out (datasets/README.md): the penalty, the examples' share of the fit against the
-# catalog's own texts (each example weighs EXAMPLE_WEIGHT times one of them), and the weight of the log-probability
-# in the score (`gate.TAUGHT_WEIGHT`).
+# Chosen by leaving one domain out (datasets/README.md): the penalty, the examples' share of their tool's weight in
+# the fit (against its own texts: each example weighed 30 times a text, with 3 examples a tool and about 13 texts),
+# and the weight of the log-probability in the score (`gate.TAUGHT_WEIGHT`).
 L2 = 0.01
-EXAMPLE_WEIGHT = 30.0
+EXAMPLE_SHARE = 0.87
 STEPS, STEP_SIZE = 300, 0.5
 # The fit costs tools × texts per step (both classifiers, one thread of this machine: 18 tools 0.15 s, 40 tools
 # 0.5 s, 80 tools 1.6 s), once per process and version of the catalog and its examples, on the first turn that
@@ -71,7 +71,17 @@ def classifiers(about: np.ndarray, asks: np.ndarray, asks_owner: np.ndarray, abo
         return None, None
     views = about.shape[1]
     owners = np.concatenate([np.repeat(np.arange(tools), views), asks_owner, examples_owner[taught]])
-    weights = np.concatenate([np.ones(tools * views + len(asks_owner)), np.full(int(taught.sum()), EXAMPLE_WEIGHT)])
+    example = np.arange(len(owners)) >= tools * views + len(asks_owner)
     use = np.concatenate([about.reshape(-1, about.shape[2]), asks, examples_use[taught]])
     e5 = np.concatenate([about_e5.reshape(-1, about_e5.shape[2]), asks_e5, examples_e5[taught]])
+    weights = _weights(owners, example, tools)
     return fit(use, owners, weights, tools), fit(np.hstack([use, e5]), owners, weights, tools)
+
+
+def _weights(owners: np.ndarray, example: np.ndarray, tools: int) -> np.ndarray:
+    """Each tool weighs the same in the fit, so a tool with examples is not favoured over one without; within a
+    tool with examples they weigh EXAMPLE_SHARE, its own texts the rest."""
+    texts = np.bincount(owners[~example], minlength=tools).astype(np.float64)
+    examples = np.bincount(owners[example], minlength=tools).astype(np.float64)
+    text_share = np.where(examples > 0, 1 - EXAMPLE_SHARE, 1.0)
+    return np.where(example, EXAMPLE_SHARE / np.maximum(examples[owners], 1), text_share[owners] / np.maximum(texts[owners], 1))

@@ -282,3 +282,21 @@ def test_the_examples_classifier_is_bounded_and_the_same_in_every_process():
     assert fitted(tools=taught.MAX_TOOLS)[1] is not None
     assert fitted(tools=taught.MAX_TOOLS + 1) == (None, None)
     assert fitted(examples=slice(0, 0)) == (None, None)
+
+
+def test_a_tool_with_examples_does_not_draw_the_messages_of_the_tools_without():
+    """R6, issue 18 item 4: an admin who writes examples for one tool only teaches that tool's requests; every tool
+    weighs the same in the classifier's fit, so the messages of the other tools rank as they did with no example
+    (weighing each example above the tools' own texts without that balance sent them to the taught tool)."""
+    from runtime.routing import gate
+    from runtime.routing.candidates import catalog_index
+
+    messages = ["lo que encargué sigue en camino?", "mejor olvídate de mi orden de hoy", "cuántos puntos tengo",
+                "quiero ver el estado de mi pedido de la app"]
+    only_one = [example for example in LOYALTY_EXAMPLES if example.tool == "canjear_puntos"]
+    taught, plain = catalog_index(LOYALTY, only_one), catalog_index(LOYALTY)
+    assert taught.taught_full is not None
+    for cascade in (True, False):
+        best = [[index.cards[int(r.scores.argmax())].name for r in gate.read(index, messages, cascade=cascade)]
+                for index in (taught, plain)]
+        assert best[0] == best[1] and "canjear_puntos" not in best[0]
