@@ -6,8 +6,9 @@ check requests of its own tools in its customers' words. Compared one by one (th
 signal) they move little: a messy message is rarely close to any one short example. A softmax regression over
 the message's vector, fitted on the catalog's own texts (each tool's views and the requests built from its verb)
 and, weighing most, on the tenant's examples, learns which directions of the encoders tell this catalog's tools
-apart. Its log-probability of each tool, times gate.TAUGHT_WEIGHT, is one more term of the score (`gate.tool_scores`), only for a catalog
-with examples of its tools: without them it ranked no better than the score (datasets/README.md).
+apart. Its log-probability of each tool, times `gate.TAUGHT_WEIGHT`, is one more term of the score
+(`gate.tool_scores`), only for a catalog with examples of its tools: without them it ranked no better than the
+score (datasets/README.md).
 
 Two classifiers: over USE alone (the cheap ranking) and over USE and e5 side by side (the full one). They rank;
 the gate never reads them (`Signals.untaught`), as it was fitted without examples. Fitted by plain gradient
