@@ -32,6 +32,10 @@ times are printed, and each ratio is the median over rounds of the variant's blo
 block of the same round (on a shared machine the load changes from one second to the next;
 blocks of one round see the same load). The load average is printed before and after.
 
+`--approved-host` reaches the server as a tenant's server on a private network is reached in
+production: through an operator's approval of its address (for every tenant), with
+ASIXTO_ALLOW_PRIVATE_HOSTS off, so each call's outbound check needs the approvals.
+
 `--tenants N` spreads the gateway's calls over N tenants (round robin, each with the example
 server registered and certified), as a worker serving many companies does: per-tenant caches
 and the records of many schemas are then part of the cost. A worker's first call for a tenant
@@ -232,8 +236,10 @@ def main():
     parser.add_argument("--record-per-call", action="store_true",
                         help="also the gateway with each call's record stored before the next call (as /invoke does)")
     parser.add_argument("--profile", action="store_true", help="profile one more gateway block and print where the time went")
+    parser.add_argument("--approved-host", action="store_true",
+                        help="reach the loopback server through an operator's approval of 127.0.0.1 instead of ASIXTO_ALLOW_PRIVATE_HOSTS")
     args = parser.parse_args()
-    os.environ["ASIXTO_ALLOW_PRIVATE_HOSTS"] = "1"
+    os.environ["ASIXTO_ALLOW_PRIVATE_HOSTS"] = "" if args.approved_host else "1"
     setup()
     from django.db import connection
     from django_tenants.utils import tenant_context
@@ -244,6 +250,10 @@ def main():
     from tools.services import catalog_sync, server_create
 
     port = free_port()
+    if args.approved_host:  # for every tenant, as for a service the platform runs on its private network
+        from tenants.models import ApprovedPrivateHost
+
+        ApprovedPrivateHost.objects.create(host="127.0.0.1", allow_http=True, ports=str(port), purposes=["mcp"])
     server_process = subprocess.Popen(
         [sys.executable, "-m", "examples.soporte", "--host", "127.0.0.1", "--port", str(port)],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -322,6 +332,8 @@ def main():
         server_process.terminate()
         server_process.wait(5)
     where = f"round robin over {args.tenants} tenants" if args.tenants > 1 else "one tenant"
+    if args.approved_host:
+        where += ", the server reached through an approved private host"
     print(f"{args.blocks} rounds of blocks of {args.block_size} calls, {where}; {stored} call records stored of {made[0]} calls made")
     print(f"load average before: {load_before}; after: {load_after} ({os.cpu_count()} CPUs)")
     print(f"first call for a tenant (tool loaded from the database), median: {statistics.median(first_calls) * 1000:.2f} ms")

@@ -318,8 +318,20 @@ def vet(*, scheme: str, host: str, addresses: Sequence[Address], policy: Outboun
         if allow or purpose is None or (scheme == "https" and addresses and all(map(is_public, addresses))):
             policy = OutboundPolicy(allow_private=allow)
         else:
-            policy = outbound_policy(tenant=tenant, purpose=purpose)
+            policy = _kept_policy(tenant=tenant, purpose=purpose)
     policy.vet(scheme=scheme, host=host, addresses=addresses, port=port)
+
+
+def _kept_policy(*, tenant, purpose: str) -> OutboundPolicy:
+    """`outbound_policy` as this process last read it, until an approval changes: every tool call
+    to a server on an approved private network checks it again (tenants/outbound_approvals.py)."""
+    from django.db import connection
+
+    from tenants.outbound_approvals import cached_policy
+
+    schema = tenant.schema_name if tenant is not None else connection.schema_name
+    return cached_policy(schema=schema, key=(purpose, _slug_of(tenant, schema)),
+                         load=lambda: outbound_policy(tenant=tenant, purpose=purpose))
 
 
 @lru_cache(maxsize=1024)

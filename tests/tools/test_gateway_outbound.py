@@ -193,3 +193,36 @@ def test_a_refusal_at_connect_time_is_stored_as_a_code_and_read_in_the_readers_l
     assert "does not resolve to a public address" in english and "no resuelve" not in english
     assert "no resuelve a una dirección pública" in spanish and "does not resolve" not in spanish
     assert "no resuelve" not in record.error  # the stored text of logs is English
+
+
+def test_a_worker_reads_the_approvals_once_and_sees_a_revocation_at_once(committed_world, strict, django_db_blocker):
+    """M2, P1 (issue 22): outside a transaction, as on a worker, calls to an approved private host
+    do not read the approvals from the database on every call; revoking the approval refuses the
+    very next call, and approving it again lets the next one through."""
+    from django.test.utils import CaptureQueriesContext
+
+    from tenants.models import ApprovedPrivateHost
+
+    peer = FaultyPeer([ok_result()])
+    with django_db_blocker.unblock(), serve_asgi(peer.app()) as url:
+        port = url.rsplit(":", 1)[1]
+        tool = certified_tool(committed_world, url)
+        connection.set_schema_to_public()
+        approval = ApprovedPrivateHost.objects.create(tenant=committed_world.tenant, host="127.0.0.1", allow_http=True, ports=port)
+        try:
+            with committed_world.schema():
+                assert not connection.in_atomic_block
+                first = call_tool(name=tool.prefixed_name, arguments={"consulta": "a"}, context=context())
+                with CaptureQueriesContext(connection) as queries:
+                    second = call_tool(name=tool.prefixed_name, arguments={"consulta": "b"}, context=context())
+                ApprovedPrivateHost.objects.get(pk=approval.pk).delete()
+                revoked = call_tool(name=tool.prefixed_name, arguments={"consulta": "c"}, context=context())
+                approval = ApprovedPrivateHost.objects.create(tenant=committed_world.tenant, host="127.0.0.1", allow_http=True, ports=port)
+                again = call_tool(name=tool.prefixed_name, arguments={"consulta": "d"}, context=context())
+                flush_records()
+        finally:
+            connection.set_schema_to_public()
+            ApprovedPrivateHost.objects.filter(tenant=committed_world.tenant).delete()
+    assert (first.outcome, second.outcome, revoked.outcome, again.outcome) == ("ok", "ok", "refused", "ok")
+    assert [q["sql"] for q in queries.captured_queries if "approvedprivatehost" in q["sql"]] == []
+    assert len(peer.calls) == 3

@@ -216,10 +216,11 @@ def _call(tool, shown_name, arguments, context, tenant, begun) -> CallOutcome:
             _("The arguments for %(name)s are not valid: %(error)s. Correct them and call the tool again.")
             % {"name": shown_name, "error": shown_error},
         )
-    outcome, result = _send(tool, arguments, context, tenant.slug, begun)
+    secrets = _secrets(tool.server)
+    outcome, result = _send(tool, arguments, context, tenant.slug, begun, secrets)
     if result is None:
         return outcome
-    return _judge(tool, shown_name, result, outcome, context, tenant)
+    return _judge(tool, shown_name, result, outcome, context, tenant, secrets.configured)
 
 
 @dataclass(frozen=True)
@@ -257,12 +258,11 @@ class _Route:
     target: object = None  # the SDK's ServerTarget; None for the direct POST
 
 
-def _send(tool, arguments, context, company_id, begun):
+def _send(tool, arguments, context, company_id, begun, secrets: _ServerSecrets):
     """Attempts until an answer, a timeout, the deadline, or MAX_ATTEMPTS dropped/refused
     connections (G3)."""
     server = tool.server
     outcome = CallOutcome(outcome=ToolCall.Outcome.OK, model_text="")
-    secrets = _secrets(server)
     # Auth headers and secret stdio variables: what the server was given, it may echo (T7).
     route = _Route(server, secrets.headers, secrets.blanked, time.monotonic() + server.timeout_seconds)
     direct = server.transport == McpServer.Transport.STREAMABLE_HTTP and not server.is_legacy and server.discover_result
@@ -363,8 +363,8 @@ def _failed(outcome, kind, code, params, secrets, tool):
     return outcome
 
 
-def _judge(tool, shown_name, result, outcome, context, tenant) -> CallOutcome:
-    secrets = _secrets(tool.server).configured  # never to the model, nor into a record (T7)
+def _judge(tool, shown_name, result, outcome, context, tenant, secrets: tuple[str, ...]) -> CallOutcome:
+    """`secrets`: the server's configured ones, never to the model, nor into a record (T7)."""
     try:
         validator = compiled(tool.definition.get("outputSchema"), (tool.pk, tool.definition_hash, "output"))
     except UnusableSchema as exc:

@@ -140,7 +140,9 @@ def _read(response: httpx.Response, request_id: int, server: dict, method: str, 
         raise _http_error(response, server, method, headers)
     if response.headers.get("content-type", "").startswith("text/event-stream"):
         return _from_event_stream(response, request_id, server, method)
-    return json.loads(response.read())
+    # The bounded stream read whole, without httpx's decoder and chunker around it: the body is
+    # never encoded (refused above), and the caller closes the response (P1).
+    return json.loads(b"".join(response.stream))
 
 
 def _http_error(response: httpx.Response, server: dict, method: str, headers: dict) -> McpError:

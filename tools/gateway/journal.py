@@ -31,6 +31,8 @@ JOURNAL_MAX_BYTES = 1 << 20
 MAX_ARGUMENT_CHARS = 2000  # of a call's arguments kept in its journal line
 INTERRUPTED_ERROR = "The process making the call ended before its answer was recorded (killed or crashed)."
 
+# Built once: json.dumps with any option builds a new encoder on every call (this runs before every attempt, P1).
+_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 _lock = threading.Lock()
 _file = None  # (fd, path) of this process's journal, opened on its first call
 _open: dict[str, list[str]] = {}  # record id → its journal lines, until its record is stored
@@ -96,9 +98,9 @@ def sending(*, record_id, schema: str, request_id: str, attempt: int, values: di
         return
     entry = {"id": str(record_id), "schema": schema, "request_id": request_id, "attempt": attempt}
     if attempt == 1:
-        arguments = json.dumps(values.get("arguments"), ensure_ascii=False, default=str)
+        arguments = _JSON.encode(values.get("arguments"))
         entry["values"] = {**values, "arguments": arguments[:MAX_ARGUMENT_CHARS]}
-    line = json.dumps(entry, ensure_ascii=False, default=str)
+    line = _JSON.encode(entry)
     try:
         with _lock:
             _write(line)
