@@ -149,15 +149,16 @@ WSGI_APPLICATION = "asixto.wsgi.application"
 # server or a busy worker reuses a few connections instead of opening one per thread until
 # PostgreSQL refuses. Every process holds at most DB_POOL_MAX_SIZE connections (a web worker
 # needs its threads + 1 for the call-record writer); DB_POOL_MAX_SIZE=0 turns the pool off
-# (for an external session-mode pooler), and DB_CONN_MAX_AGE then applies. django-tenants
-# sets search_path again on every checkout (it forgets it when a connection goes back).
+# (for an external session-mode pooler), and DB_CONN_MAX_AGE then applies. The backend is
+# django-tenants' (tenants/database/): it sets search_path on a connection taken from the pool
+# only when the connection's session has another one.
 DB_POOL_MAX_SIZE = envint("DB_POOL_MAX_SIZE", 10)
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/asixto"),
         conn_max_age=0 if DB_POOL_MAX_SIZE else envint("DB_CONN_MAX_AGE", 0),
         conn_health_checks=True,
-        engine="django_tenants.postgresql_backend",
+        engine="tenants.database",
     )
 }
 if DB_POOL_MAX_SIZE:
