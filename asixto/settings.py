@@ -395,6 +395,9 @@ ASIXTO_WEBHOOK_RETRY_DELAYS = [float(d) for d in envlist("ASIXTO_WEBHOOK_RETRY_D
 ASIXTO_WEBHOOK_TIMEOUT = float(os.environ.get("ASIXTO_WEBHOOK_TIMEOUT", 10))
 # Pre-routing (R6): on by default; the router call's deadline (a small model, a short answer).
 ASIXTO_ROUTING = envbool("ASIXTO_ROUTING", True)
+# Encodings of the routing check kept per process, per encoder, by their exact texts (runtime/routing/encoder.py;
+# 0: none): 2048 calls of USE and of e5 are about 4 MB and 3 MB.
+ASIXTO_ENCODING_CACHE = envint("ASIXTO_ENCODING_CACHE", 2048)
 ASIXTO_ROUTER_TIMEOUT = float(os.environ.get("ASIXTO_ROUTER_TIMEOUT", 15))
 # Public sources (R13): the web search backend (GET <url>?q=… → {"results": [{"title", "url", "snippet"}]}),
 # and the bounds of reading one page.

@@ -7,7 +7,8 @@ load both encoders and to build the index (once per catalog version; in a worker
 runtime/routing/index_store.py), then the median and p90 milliseconds per message, interleaved
 item by item so all see the same load: `check` with the cascade (e5 only when the cheap signals
 are unsure), `check` reading e5 for every message, and the USE and e5 encodings alone. Also the
-share of messages the cascade sent to e5. The load average is printed beside the figures: this
+share of messages the cascade sent to e5. The encoders' cache is off (ASIXTO_ENCODING_CACHE=0 unless
+set): every round encodes again, as a message never seen before is. The load average is printed beside the figures: this
 machine is shared, wall clock is noisy; compare ratios within one run.
 """
 
@@ -23,6 +24,7 @@ import django
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "asixto.settings")  # the language detector reads the settings; no database
+os.environ.setdefault("ASIXTO_ENCODING_CACHE", "0")
 django.setup()
 
 from runtime.routing import encoder  # noqa: E402

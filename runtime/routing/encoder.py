@@ -11,9 +11,18 @@ Each model is loaded once per process, lazily, on the first message that needs i
 (a threads worker runs many turns at once); e5's engine is called under its own lock, as its
 C state is one per model. Both return L2-normalised float32 rows, so a dot product is the cosine.
 Texts are clipped: a customer cannot make one encoding arbitrarily long.
+
+A call of a few texts (a message, the agent's question and reply) is kept, by its exact texts, in
+a small per-process cache (about ASIXTO_ENCODING_CACHE calls of each encoder, least recently used
+out; 0 turns it off), so the same texts are not encoded again: a follow-up ranks the previous
+request again, and short messages ("hola", "gracias", "sí") recur across customers (P4: e5 costs
+35–75 ms of CPU a message). The rows are the very ones the encoder gave for that
+call (each caller gets a copy), so every decision is as without the cache. `calls` counts every
+call, answered from the cache or not; `forget()` empties it (the benchmarks time the encoders).
 """
 
 import threading
+from collections import OrderedDict
 
 import numpy as np
 
@@ -24,11 +33,47 @@ E5_QUERY_CHARS = 400
 # Texts per e5 call under its lock: an index build (hundreds of texts) lets turns' messages in
 # between its chunks instead of holding the engine for seconds (batching is no faster on one thread).
 E5_CHUNK = 4
+# Calls of at most this many texts are kept (an index build's hundreds of texts are not).
+CACHED_CALL_TEXTS = 4
 _models = {}
 _load_lock = threading.Lock()
 _e5_lock = threading.Lock()
 # Calls of each encoder since the process started (the evaluation reports e5's share of messages).
 calls = {"use": 0, "e5": 0}
+_cache: "OrderedDict[tuple, np.ndarray]" = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def _cache_size() -> int:
+    from django.conf import settings
+
+    return settings.ASIXTO_ENCODING_CACHE
+
+
+def _cached(key: tuple) -> np.ndarray | None:
+    if _cache_size() <= 0:
+        return None
+    with _cache_lock:
+        rows = _cache.get(key)
+        if rows is not None:
+            _cache.move_to_end(key)
+    return None if rows is None else rows.copy()
+
+
+def _keep(key: tuple, rows: np.ndarray) -> np.ndarray:
+    size = _cache_size()
+    if size > 0 and len(key[-1]) <= CACHED_CALL_TEXTS:
+        with _cache_lock:
+            _cache[key] = rows.copy()
+            while len(_cache) > 2 * size:  # USE's and e5's calls share it
+                _cache.popitem(last=False)
+    return rows
+
+
+def forget() -> None:
+    """Empty the cache of encodings."""
+    with _cache_lock:
+        _cache.clear()
 
 
 def _load(name):
@@ -66,8 +111,12 @@ def embed(texts: list[str]) -> np.ndarray:
         return np.zeros((0, 512), dtype=np.float32)
     clipped = _clipped(texts)
     calls["use"] += 1
+    key = ("use", tuple(clipped))
+    rows = _cached(key)
+    if rows is not None:
+        return rows
     rows = np.asarray(_load("use").encode(clipped), dtype=np.float32).reshape(len(clipped), -1)
-    return _unit(rows)
+    return _keep(key, _unit(rows))
 
 
 def embed_e5(texts: list[str], *, query: bool) -> np.ndarray:
@@ -75,6 +124,11 @@ def embed_e5(texts: list[str], *, query: bool) -> np.ndarray:
     if not texts:
         return np.zeros((0, 384), dtype=np.float32)
     clipped = [text[:E5_QUERY_CHARS] for text in _clipped(texts)] if query else _clipped(texts)
+    key = ("e5 query" if query else "e5 passage", tuple(clipped))
+    rows = _cached(key)
+    if rows is not None:
+        calls["e5"] += 1
+        return rows
     model = _load("e5")
     rows = []
     for start in range(0, len(clipped), E5_CHUNK):
@@ -82,4 +136,4 @@ def embed_e5(texts: list[str], *, query: bool) -> np.ndarray:
         with _e5_lock:
             rows.append(np.asarray(model.query(chunk) if query else model.passage(chunk), dtype=np.float32))
     calls["e5"] += 1
-    return _unit(np.concatenate([r.reshape(-1, 384) for r in rows]))
+    return _keep(key, _unit(np.concatenate([r.reshape(-1, 384) for r in rows])))

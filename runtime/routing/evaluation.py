@@ -129,6 +129,7 @@ def evaluate(cards: list[ToolCard], items: list[dict], examples: list[Example] =
     confusion = {"tool": {"tool": 0, "none": 0}, "none": {"tool": 0, "none": 0}}
     misses = []
     for item in items:
+        encoder.forget()  # each item costs what a message never seen before costs (its earlier messages too)
         started, e5_calls = time.perf_counter(), encoder.calls["e5"]
         result = check(index, item["messages"])
         times.append(time.perf_counter() - started)
