@@ -7,7 +7,7 @@ from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from asixto.api import QuerySerializer, StrictSerializer
+from asixto.api import QuerySerializer, StrictSerializer, representation
 from runtime.models import CHANNEL_KINDS, Conversation, Message, TruncationLog, Turn, TurnEvent
 from tools.models import ToolCall
 
@@ -116,11 +116,11 @@ class TurnAcceptedSerializer(serializers.Serializer):
 
     @classmethod
     def of(cls, turn, *, duplicate: bool) -> dict:
-        return cls({
+        return representation(cls, {
             "id": turn.pk, "status": turn.status, "conversation": turn.conversation_id,
             "message": {"id": turn.message.pk, "external_id": turn.message.external_id}, "duplicate": duplicate,
             **turn_urls(turn),
-        }).data
+        })
 
 
 class TurnEventSerializer(serializers.ModelSerializer):

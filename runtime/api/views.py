@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.utils.mediatypes import media_type_matches
 from rest_framework.views import APIView
 
+from asixto.api import representation
 from asixto.json_input import unstorable_text
 from runtime import channel, events, limits, search, selectors
 from runtime.api import serializers as s
@@ -58,7 +59,7 @@ class ConversationListCreateView(generics.ListAPIView):
         data = s.ConversationCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         conversation = channel.conversation_start(data=data.validated_data, integration=request.auth.integration)
-        return Response(s.ConversationSerializer(conversation).data, status=status.HTTP_201_CREATED)
+        return Response(representation(s.ConversationSerializer, conversation), status=status.HTTP_201_CREATED)
 
 
 class ConversationDetailView(generics.RetrieveAPIView):
