@@ -9,8 +9,8 @@ A *domain* is one business: its catalog and its items. The development domains a
 (`asixto_soporte_dev*.jsonl` with the spent `_heldout3` and `_heldout5`, read against its own 15-tool catalog
 and against the example server's 3 thin tools), the BFCL dev half (with its `_extra` file), and every folder
 of `datasets/domains/` (`catalog.json`, `items.jsonl`, `examples.jsonl`: written by helpers who saw only a
-catalog and the format). The spent held-out domains (`datasets/heldout_domains/`, `heldout_domains2/`,
-`heldout_domains3/`: each run once, its figures recorded in the README) are measured too, each left out in turn, and
+catalog and the format). The spent held-out domains (`datasets/heldout_domains/` to
+`heldout_domains4/`: each run once, its figures recorded in the README) are measured too, each left out in turn, and
 fitted on only with `--set SPENT=fit` (`SPENT`).
 
 What is fitted, each on the domains it is given (each domain weighs the same, its classes alike):
@@ -69,11 +69,10 @@ CORPUS = "off"
 # (`request_probe_full.json`, `action_probe_full.json`): "both", "request" (the action probe reads USE alone), or
 # "off" (the USE probes read every message).
 FULL_PROBES = "request"
-# The spent held-out domains (`heldout_domains/`, `heldout_domains2/`, `heldout_domains3/`: run once each, figures
-# recorded, spent): "off" leaves them out, "eval" leaves each out in turn (figures of a fit without any of them), "fit"
+# The spent held-out domains (`heldout_domains/` to `heldout_domains4/`: run once each, figures recorded, spent): "off" leaves them out, "eval" leaves each out in turn (figures of a fit without any of them), "fit"
 # makes them development domains (fitted on, and each left out in turn like the others).
 SPENT = "eval"
-SPENT_FOLDERS = ("heldout_domains", "heldout_domains2", "heldout_domains3")
+SPENT_FOLDERS = ("heldout_domains", "heldout_domains2", "heldout_domains3", "heldout_domains4")
 # Top-1/top-2 score margins the cascade band may ask for (scores are in the fitted weights' units: tens)
 MARGINS = (0.5, 1.0, 2.0, 3.0, 5.0, 7.0, 10.0, 15.0)  # fit the score's weights (else keep gate.py's)
 
