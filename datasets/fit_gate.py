@@ -69,8 +69,9 @@ CORPUS = "off"
 # (`request_probe_full.json`, `action_probe_full.json`): "both", "request" (the action probe reads USE alone), or
 # "off" (the USE probes read every message).
 FULL_PROBES = "request"
-# The spent held-out domains (`heldout_domains/` to `heldout_domains4/`: run once each, figures recorded, spent): "off" leaves them out, "eval" leaves each out in turn (figures of a fit without any of them), "fit"
-# makes them development domains (fitted on, and each left out in turn like the others).
+# The spent held-out domains (`heldout_domains/` to `heldout_domains4/`: run once each, figures recorded, spent):
+# "off" leaves them out, "eval" leaves each out in turn (figures of a fit without any of them), "fit" makes them
+# development domains (fitted on, and each left out in turn like the others).
 SPENT = "eval"
 SPENT_FOLDERS = ("heldout_domains", "heldout_domains2", "heldout_domains3", "heldout_domains4")
 # Top-1/top-2 score margins the cascade band may ask for (scores are in the fitted weights' units: tens)
