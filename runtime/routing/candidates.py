@@ -247,8 +247,7 @@ def assemble(cards: list[ToolCard], vectors: list[ToolVectors], examples: list[E
         acting=np.array([1.0 if card.acts else 0.0 for card in cards], dtype=np.float32),
         language=text_language(" ".join(f"{card.title or ''} {card.purpose or ''}" for card in cards)),
         **_example_arrays(cards, examples, example_vectors))
-    cheap, full = taught.classifiers(index.about, index.asks, index.asks_owner, index.about_e5, index.asks_e5,
-                                     index.examples_use, index.examples_e5, index.examples_owner)
+    cheap, full = taught.classifiers(index)
     return replace(index, taught_use=cheap, taught_full=full)
 
 

@@ -61,20 +61,20 @@ def fit(rows: np.ndarray, owners: np.ndarray, weights: np.ndarray, tools: int) -
     return Classifier(coefficients, bias)
 
 
-def classifiers(about: np.ndarray, asks: np.ndarray, asks_owner: np.ndarray, about_e5: np.ndarray,
-                asks_e5: np.ndarray, examples_use: np.ndarray, examples_e5: np.ndarray,
-                examples_owner: np.ndarray) -> tuple[Classifier | None, Classifier | None]:
-    """The cheap (USE) and full (USE and e5) classifiers of a catalog, from its index's arrays; (None, None)
-    when no example names one of its tools, or the catalog is too large to fit one on the turn path."""
+def classifiers(index) -> tuple[Classifier | None, Classifier | None]:
+    """The cheap (USE) and full (USE and e5) classifiers of a catalog, from its index's arrays
+    (`candidates.CatalogIndex`); (None, None) when no example names one of its tools, or the catalog is too
+    large to fit one on the turn path."""
+    about, about_e5, asks_owner = index.about, index.about_e5, index.asks_owner
     tools = len(about)
-    taught = examples_owner >= 0
+    taught = index.examples_owner >= 0
     if not taught.any() or tools < 2 or tools > MAX_TOOLS:
         return None, None
     views = about.shape[1]
-    owners = np.concatenate([np.repeat(np.arange(tools), views), asks_owner, examples_owner[taught]])
+    owners = np.concatenate([np.repeat(np.arange(tools), views), asks_owner, index.examples_owner[taught]])
     example = np.arange(len(owners)) >= tools * views + len(asks_owner)
-    use = np.concatenate([about.reshape(-1, about.shape[2]), asks, examples_use[taught]])
-    e5 = np.concatenate([about_e5.reshape(-1, about_e5.shape[2]), asks_e5, examples_e5[taught]])
+    use = np.concatenate([about.reshape(-1, about.shape[2]), index.asks, index.examples_use[taught]])
+    e5 = np.concatenate([about_e5.reshape(-1, about_e5.shape[2]), index.asks_e5, index.examples_e5[taught]])
     weights = _weights(owners, example, tools)
     return fit(use, owners, weights, tools), fit(np.hstack([use, e5]), owners, weights, tools)
 

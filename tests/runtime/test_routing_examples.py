@@ -4,6 +4,7 @@ from the next message on; `routing_eval --examples` and its errors."""
 
 import io
 import json
+from dataclasses import replace
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -272,9 +273,10 @@ def test_the_examples_classifier_is_bounded_and_the_same_in_every_process():
 
     def fitted(tools=None, examples=slice(None)):
         rows = list(range(len(index))) if tools is None else [n % len(index) for n in range(tools)]
-        return taught.classifiers(index.about[rows], index.asks, index.asks_owner, index.about_e5[rows], index.asks_e5,
-                                  index.examples_use[examples], index.examples_e5[examples],
-                                  index.examples_owner[examples])
+        return taught.classifiers(replace(index, about=index.about[rows], about_e5=index.about_e5[rows],
+                                          examples_use=index.examples_use[examples],
+                                          examples_e5=index.examples_e5[examples],
+                                          examples_owner=index.examples_owner[examples]))
 
     cheap, full = fitted()
     assert (full.weights == index.taught_full.weights).all() and (full.bias == index.taught_full.bias).all()
